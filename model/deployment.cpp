@@ -1,0 +1,42 @@
+#include "model/deployment.hpp"
+
+#include <algorithm>
+
+namespace kvsim {
+
+double Deployment::kv_bytes_per_token() const { return 2.0 * model->layers * hkv * model->head_dim * bkv; }
+
+double Deployment::weight_bytes() const {
+  // Norm weights are replicated on every GPU; everything else is split (the vocabulary too).
+  const ModelConfig& m = *model;
+  const double norms = 2.0 * m.hidden * m.layers + m.hidden;
+  return ((m.total_params() - norms) / tp + norms) * bw;
+}
+
+Deployment make_deployment(const ModelConfig& m, const GpuSpec& g, const HostSpec& h, int tp,
+                           DType weight_dtype, DType kv_dtype, double hbm_utilization,
+                           int64_t prefill_chunk_tokens, bool cuda_graphs, const Calibration& cal) {
+  Deployment d;
+  d.model = &m;
+  d.gpu = &g;
+  d.host = &h;
+  d.tp = tp;
+  d.weight_dtype = weight_dtype;
+  d.kv_dtype = kv_dtype;
+  // Activations stay in 16-bit even with fp8 weights (as fp8 serving stacks do), fp32 if the model is.
+  d.act_dtype = m.dtype == DType::fp32 ? DType::fp32 : (m.dtype == DType::fp8 ? DType::bf16 : m.dtype);
+  d.hbm_utilization = hbm_utilization;
+  d.prefill_chunk_tokens = prefill_chunk_tokens;
+  d.cuda_graphs = cuda_graphs;
+  d.hq = double(m.query_heads) / tp;
+  d.hkv = std::max(1.0, double(m.kv_heads) / tp);
+  d.ffn = double(m.ffn_hidden) / tp;
+  d.vocab = double(m.vocab) / tp;
+  d.bw = bytes_of(weight_dtype);
+  d.bkv = bytes_of(kv_dtype);
+  d.ba = bytes_of(d.act_dtype);
+  d.machine = make_machine(g, h, weight_dtype, cuda_graphs, cal);
+  return d;
+}
+
+}  // namespace kvsim

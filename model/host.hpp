@@ -1,0 +1,21 @@
+// The host half of a GPU server: CPU DRAM and CPU compute, for offloaded KV and CPU-side kernels.
+#pragma once
+#include <string>
+
+#include "model/yaml_reader.hpp"
+
+namespace kvsim {
+
+struct HostSpec {
+  std::string name, description;
+  int sockets = 1, cores = 1;
+  double dram_capacity_bytes = 0;
+  double dram_bandwidth = 0;   // bytes/s, all sockets
+  double fp32 = 0;             // FLOP/s, all cores (SIMD)
+  double bf16 = 0;             // FLOP/s, all cores (matrix extensions); 0 = none
+  int pcie_generation = 0, pcie_lanes = 0;  // 0 = not given
+};
+
+HostSpec load_host(YamlMap m);
+
+}  // namespace kvsim

@@ -1,0 +1,74 @@
+#include "model/library.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "model/error.hpp"
+
+#ifndef KVSIM_DEFAULT_DATA_DIR
+#define KVSIM_DEFAULT_DATA_DIR "scenarios"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace kvsim {
+
+std::string library_dir() {
+  if (const char* env = std::getenv("KVSIM_DATA_DIR"); env && *env) return env;
+  return KVSIM_DEFAULT_DATA_DIR;
+}
+
+std::string kind_label(LibraryKind k) {
+  switch (k) {
+    case LibraryKind::hardware: return "hardware";
+    case LibraryKind::host: return "host";
+    case LibraryKind::model: return "model";
+    case LibraryKind::calibration: return "calibration";
+  }
+  return "?";
+}
+
+std::string kind_dir(LibraryKind k) {
+  static const char* sub[] = {"hardware", "hosts", "models", "calibration"};
+  return library_dir() + "/" + sub[int(k)];
+}
+
+std::vector<std::string> library_names(LibraryKind k) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(kind_dir(k), ec))
+    if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string resolve(LibraryKind k, const std::string& name, const std::string& file, int line,
+                    const std::string& field) {
+  const bool is_path = name.find('/') != std::string::npos ||
+                       (name.size() > 5 && name.compare(name.size() - 5, 5, ".yaml") == 0);
+  if (is_path) {
+    if (!fs::exists(name)) throw_input_error(file, line, field, "file '" + name + "' does not exist");
+    return name;
+  }
+  const std::string path = kind_dir(k) + "/" + name + ".yaml";
+  if (fs::exists(path)) return path;
+  const auto names = library_names(k);
+  std::string msg = "unknown " + kind_label(k) + " '" + name + "'";
+  if (const std::string g = did_you_mean(name, names); !g.empty()) msg += " (did you mean '" + g + "'?)";
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  msg += "; available in " + kind_dir(k) + ": " + (list.empty() ? "(none)" : list);
+  throw_input_error(file, line, field, msg);
+}
+
+GpuSpec load_gpu_file(const std::string& path) { return load_gpu(YamlMap(load_yaml_file(path), path, "")); }
+HostSpec load_host_file(const std::string& path) { return load_host(YamlMap(load_yaml_file(path), path, "")); }
+ModelConfig load_model_file(const std::string& path) {
+  return load_model(YamlMap(load_yaml_file(path), path, ""));
+}
+Calibration load_calibration_file(const std::string& path) {
+  return load_calibration(YamlMap(load_yaml_file(path), path, ""));
+}
+
+}  // namespace kvsim

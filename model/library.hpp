@@ -1,0 +1,32 @@
+// The data library: scenarios/{hardware,hosts,models,calibration}/NAME.yaml. Names resolve there;
+// a value containing '/' or ending in .yaml is taken as a path instead. The library directory is the
+// source tree's scenarios/ (compiled in), or $KVSIM_DATA_DIR when set.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/calibration.hpp"
+#include "model/hardware.hpp"
+#include "model/host.hpp"
+#include "model/model_config.hpp"
+
+namespace kvsim {
+
+enum class LibraryKind { hardware, host, model, calibration };
+
+std::string library_dir();
+std::string kind_dir(LibraryKind k);   // e.g. "<library>/hardware"
+std::string kind_label(LibraryKind k); // "hardware", "host", "model", "calibration"
+std::vector<std::string> library_names(LibraryKind k);  // sorted file stems
+
+// Resolves a name or a path to a file. Unknown names throw InputError naming `file`/`line`/`field`
+// (where the name was written), with a "did you mean" and the list of known names.
+std::string resolve(LibraryKind k, const std::string& name_or_path, const std::string& file, int line,
+                    const std::string& field);
+
+GpuSpec load_gpu_file(const std::string& path);
+HostSpec load_host_file(const std::string& path);
+ModelConfig load_model_file(const std::string& path);
+Calibration load_calibration_file(const std::string& path);
+
+}  // namespace kvsim

@@ -1,0 +1,75 @@
+// A phase is one unit of work — a kernel, a copy, a CPU routine — described by what it moves and
+// computes, not by how long it takes. Time comes from the roofline (roofline.hpp) and, for concurrent
+// phases, from the discrete-event simulator (sim/). Phases repeated per layer are stored as totals
+// over the step: the roofline of L identical instances is L times the roofline of one.
+#pragma once
+#include <array>
+#include <string_view>
+
+namespace kvsim {
+
+// Which processor runs a phase (the JSON field `device`).
+enum class Device { gpu, cpu, pcie };
+
+// Which compute ceiling a phase's FLOPs run against.
+enum class ComputeUnit { tensor, simt, host };
+
+// The kind of kernel behind a phase. Efficiencies are calibrated per kind (calibration.hpp), because a
+// GEMM and an attention kernel reach different fractions of the same peak.
+enum class PhaseKind {
+  gemm,          // weight GEMM/GEMV (projections, MLP, LM head)
+  attention,     // decode attention over a dense or paged KV cache
+  prefill_attention,
+  elementwise,   // norms, RoPE, residual adds, activations, KV append
+  allreduce,     // tensor-parallel all-reduce over NVLink or PCIe
+  count
+};
+inline constexpr std::array<std::string_view, size_t(PhaseKind::count)> kPhaseKindNames = {
+    "gemm", "attention", "prefill_attention", "elementwise", "allreduce"};
+
+// What limits a phase's time: the largest term of its roofline.
+enum class Bound { compute, hbm, dram, h2d, d2h, interconnect, latency };
+
+constexpr std::string_view to_string(Device d) {
+  switch (d) {
+    case Device::gpu: return "gpu";
+    case Device::cpu: return "cpu";
+    case Device::pcie: return "pcie";
+  }
+  return "?";
+}
+constexpr std::string_view to_string(Bound b) {
+  switch (b) {
+    case Bound::compute: return "compute";
+    case Bound::hbm: return "hbm";
+    case Bound::dram: return "dram";
+    case Bound::h2d: return "pcie_h2d";
+    case Bound::d2h: return "pcie_d2h";
+    case Bound::interconnect: return "interconnect";
+    case Bound::latency: return "latency";
+  }
+  return "?";
+}
+constexpr std::string_view to_string(PhaseKind k) { return kPhaseKindNames[size_t(k)]; }
+
+// Work in absolute units: FLOPs and bytes per memory tier and per link. `launches` counts kernels
+// (each costs a fixed latency on the GPU); CPU phases and copies use it for call overheads.
+struct Work {
+  double flops = 0;
+  double hbm_bytes = 0;
+  double dram_bytes = 0;
+  double h2d_bytes = 0;
+  double d2h_bytes = 0;
+  double link_bytes = 0;  // bytes each GPU sends over NVLink/PCIe peer links (all-reduce)
+  double launches = 0;
+};
+
+struct Phase {
+  std::string_view name;  // static text, e.g. "attention"
+  PhaseKind kind;
+  Device device;
+  ComputeUnit unit;
+  Work work;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,127 @@
+#include "model/plan.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+#include "model/units.hpp"
+
+namespace kvsim {
+
+namespace {
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
+  return buf;
+}
+
+// Activations live during a prefill chunk in one layer (input, qkv, attention output, gate/up,
+// activation): the workspace a serving engine reserves regardless of batch.
+double workspace_fixed(const Deployment& d) {
+  const ModelConfig& m = *d.model;
+  const double c = double(d.prefill_chunk_tokens);
+  return c * (m.hidden + (d.hq + 2 * d.hkv) * m.head_dim + d.hq * m.head_dim + 3 * d.ffn) * d.ba;
+}
+// fp32 logits of one sequence for sampling.
+double workspace_per_seq(const Deployment& d) { return d.vocab * 4; }
+
+double sum_phases(const Deployment& d, const PhaseList& phases, std::string_view stage,
+                  std::vector<PhaseResult>* out) {
+  double total = 0;
+  for (const Phase& ph : phases) {
+    const PhaseTime t = roofline(ph, d.machine);
+    total += t.seconds;
+    if (out) out->push_back({ph, stage, t.seconds, t.bound});
+  }
+  return total;
+}
+}  // namespace
+
+MemoryReport plan_memory(const DesignPoint& p, std::string* reason) {
+  const Deployment& d = *p.deployment;
+  const MemoryDemand need =
+      p.policy->memory(d, *p.params, double(p.context_tokens), double(p.output_tokens));
+  MemoryReport r;
+  r.weight_bytes = d.weight_bytes();
+  r.hbm_usable = d.gpu->hbm_capacity_bytes * d.hbm_utilization;
+  r.dram_usable = d.host->dram_capacity_bytes;
+  const double ws_fixed = workspace_fixed(d);
+  const double hbm_free = r.hbm_usable - r.weight_bytes - ws_fixed - need.hbm_fixed;
+  const double hbm_per_seq = need.hbm_per_seq + workspace_per_seq(d);
+  const double dram_free = r.dram_usable - need.dram_fixed;
+  constexpr double kUnbounded = 1e9;
+  double max_b = hbm_free > 0 ? std::floor(hbm_free / hbm_per_seq) : 0;
+  if (need.dram_per_seq > 0) max_b = std::min(max_b, dram_free > 0 ? std::floor(dram_free / need.dram_per_seq) : 0);
+  r.max_batch = int64_t(std::min(max_b, kUnbounded));
+  const double b = p.batch > 0 ? double(p.batch) : double(r.max_batch);
+  r.workspace_bytes = ws_fixed + b * workspace_per_seq(d);
+  r.kv_hbm_bytes = b * need.kv_hbm_per_seq;
+  r.kv_dram_bytes = b * need.kv_dram_per_seq;
+  r.hbm_bytes = r.weight_bytes + ws_fixed + need.hbm_fixed + b * hbm_per_seq;
+  r.dram_bytes = need.dram_fixed + b * need.dram_per_seq;
+  if (reason) {
+    reason->clear();
+    const std::string tokens = std::to_string(p.context_tokens) + "+" + std::to_string(p.output_tokens);
+    if (hbm_free <= 0) {
+      *reason = "weights (" + gib(r.weight_bytes) + ") + workspace (" + gib(ws_fixed) + ")" +
+                (need.hbm_fixed > 0 ? " + policy state (" + gib(need.hbm_fixed) + ")" : "") +
+                " exceed usable HBM (" + gib(r.hbm_usable) + ")";
+    } else if (r.max_batch < 1 && need.dram_per_seq > 0 && dram_free < need.dram_per_seq) {
+      *reason = "one sequence needs " + gib(need.dram_per_seq) + " of host DRAM at " + tokens +
+                " tokens but " + gib(std::max(0.0, dram_free)) + " is available";
+    } else if (r.max_batch < 1) {
+      *reason = "one sequence needs " + gib(hbm_per_seq) + " of HBM at " + tokens + " tokens but only " +
+                gib(hbm_free) + " is left after weights and workspace";
+    } else if (p.batch > r.max_batch) {
+      *reason = "batch " + std::to_string(p.batch) + " needs " + gib(r.hbm_bytes) + " of HBM (usable " +
+                gib(r.hbm_usable) + "); the largest batch that fits is " + std::to_string(r.max_batch);
+    }
+  }
+  return r;
+}
+
+double decode_step_seconds(const Deployment& d, const Policy& pol, const ParamValues& params, double batch,
+                           double context, std::vector<PhaseResult>* phases) {
+  PhaseList list;
+  list.reserve(12);
+  pol.decode_attention(d, params, batch, context, list);
+  add_decode_dense_phases(d, batch, list);
+  return sum_phases(d, list, "decode", phases);
+}
+
+PlanResult evaluate(const DesignPoint& p) {
+  PlanResult r;
+  r.policy = p.policy;
+  r.params = *p.params;
+  r.context_tokens = p.context_tokens;
+  r.output_tokens = p.output_tokens;
+  r.memory = plan_memory(p, &r.reason);
+  r.batch = p.batch > 0 ? p.batch : r.memory.max_batch;
+  r.feasible = r.reason.empty();
+  if (!r.feasible) return r;
+  const Deployment& d = *p.deployment;
+  const double B = double(r.batch);
+
+  // TTFT: prefill of one prompt (dense transformer + the policy's state building).
+  PhaseList pre;
+  pre.reserve(8);
+  add_prefill_phases(d, double(p.context_tokens), pre);
+  p.policy->prefill(d, *p.params, double(p.context_tokens), pre);
+  r.ttft_s = sum_phases(d, pre, "prefill", &r.prefill);
+
+  // TPOT: the mean decode step. Step j = 1..output-1 attends to context + j tokens; the mean attended
+  // context is context + output/2, where a step time affine in context equals the mean step time.
+  r.decode_context = double(p.context_tokens) + double(p.output_tokens) / 2.0;
+  r.tpot_s = decode_step_seconds(d, *p.policy, *p.params, B, r.decode_context, &r.decode);
+  r.throughput_tok_s = B / r.tpot_s / d.tp;
+
+  std::array<double, 7> by_bound{};
+  for (const auto& ph : r.decode) by_bound[size_t(ph.bound)] += ph.seconds;
+  size_t best = 0;
+  for (size_t i = 1; i < by_bound.size(); ++i)
+    if (by_bound[i] > by_bound[best]) best = i;
+  r.dominant = Bound(best);
+  return r;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,60 @@
+// Evaluating one design point: a deployment, a policy with its parameters, a context length, an
+// output length and a batch (or "the largest that fits"). Memory decides feasibility and the max
+// batch; the roofline of each phase gives TTFT and TPOT. Definitions: docs/metrics.md.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/policy.hpp"
+
+namespace kvsim {
+
+struct DesignPoint {
+  const Deployment* deployment = nullptr;
+  const Policy* policy = nullptr;
+  const ParamValues* params = nullptr;
+  int64_t context_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t batch = 0;  // 0 = the largest batch that fits
+};
+
+struct PhaseResult {
+  Phase phase;
+  std::string_view stage;  // "prefill" or "decode"
+  double seconds = 0;
+  Bound bound = Bound::latency;
+};
+
+struct MemoryReport {
+  double hbm_bytes = 0, dram_bytes = 0;          // used at peak, per GPU / per host share
+  double kv_hbm_bytes = 0, kv_dram_bytes = 0;
+  double weight_bytes = 0, workspace_bytes = 0;
+  double hbm_usable = 0, dram_usable = 0;
+  int64_t max_batch = 0;
+};
+
+struct PlanResult {
+  const Policy* policy = nullptr;
+  ParamValues params;
+  int64_t context_tokens = 0, output_tokens = 0, batch = 0;
+  bool feasible = false;
+  std::string reason;             // why not, when infeasible
+  double tpot_s = 0, ttft_s = 0;  // meaningful only when feasible
+  double throughput_tok_s = 0;    // per GPU
+  double decode_context = 0;      // the mean attended context the step was evaluated at
+  Bound dominant = Bound::latency;
+  MemoryReport memory;
+  std::vector<PhaseResult> prefill, decode;
+};
+
+// Memory only: the per-tier footprint at `batch` (0 = max) and the max batch.
+MemoryReport plan_memory(const DesignPoint& p, std::string* reason_if_none_fits);
+
+PlanResult evaluate(const DesignPoint& p);
+
+// Decode step time (seconds) at an explicit attended context, for tests and sweeps.
+double decode_step_seconds(const Deployment& d, const Policy& pol, const ParamValues& params,
+                           double batch, double context, std::vector<PhaseResult>* phases = nullptr);
+
+}  // namespace kvsim

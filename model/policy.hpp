@@ -1,0 +1,60 @@
+// One interface for every KV-cache policy (full, streaming, snapkv, quest, chess, sentencekv, chunkkv,
+// sekv, ctkvr). A policy is registered by name and chosen in YAML; it declares its parameters (paper
+// defaults, ranges, documentation) and answers three questions for a design point:
+//   memory()  — what it keeps per tier, per sequence and fixed (at peak: prompt + generated tokens);
+//   prefill() — the phases it adds to prefill (building summaries, indexes, offloading), i.e. to TTFT;
+//   decode_attention() — the phases that replace dense attention in one decode step.
+// The dense transformer around attention (GEMMs, norms, LM head) is shared and added by the planner.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/deployment.hpp"
+#include "model/transformer.hpp"
+
+namespace kvsim {
+
+struct ParamSpec {
+  std::string name;
+  double default_value;
+  Range range;
+  bool integer;
+  std::string doc;  // meaning, unit and the seed section the default comes from
+};
+
+// Bytes a policy needs, per GPU. Per-sequence amounts scale with the batch.
+struct MemoryDemand {
+  double hbm_per_seq = 0, hbm_fixed = 0;
+  double dram_per_seq = 0, dram_fixed = 0;
+  double kv_hbm_per_seq = 0, kv_dram_per_seq = 0;  // the KV part of the above, reported separately
+};
+
+// Parameter values in the order of Policy::params().
+using ParamValues = std::vector<double>;
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view summary() const = 0;
+  virtual const std::vector<ParamSpec>& params() const = 0;
+
+  virtual MemoryDemand memory(const Deployment& d, const ParamValues& p, double prompt,
+                              double output) const = 0;
+  virtual void prefill(const Deployment& d, const ParamValues& p, double prompt, PhaseList& out) const = 0;
+  // One decode step for `batch` sequences whose caches hold `context` tokens (prompt + generated).
+  virtual void decode_attention(const Deployment& d, const ParamValues& p, double batch, double context,
+                                PhaseList& out) const = 0;
+
+  ParamValues defaults() const;
+  // Index of a parameter by name, or -1.
+  int param_index(std::string_view param) const;
+};
+
+// The registry: every built-in policy, by name.
+const Policy* find_policy(std::string_view name);
+const std::vector<const Policy*>& all_policies();
+std::vector<std::string> policy_names();
+
+}  // namespace kvsim

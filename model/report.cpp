@@ -1,0 +1,170 @@
+#include "model/report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "model/units.hpp"
+
+namespace kvsim {
+
+namespace {
+nlohmann::json params_json(const PlanResult& r) {
+  nlohmann::json p = nlohmann::json::object();
+  const auto& specs = r.policy->params();
+  for (size_t i = 0; i < specs.size(); ++i) p[specs[i].name] = r.params[i];
+  return p;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string params_text(const PlanResult& r) {
+  std::string out;
+  const auto& specs = r.policy->params();
+  for (size_t i = 0; i < specs.size(); ++i)
+    out += (out.empty() ? "" : ";") + specs[i].name + "=" + format_number(r.params[i]);
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+}  // namespace
+
+nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& results) {
+  using nlohmann::json;
+  json j;
+  j["schema"] = kPlanSchema;
+  j["scenario"] = s.file;
+  j["hardware"] = s.gpu.name;
+  j["host"] = s.host.name;
+  j["model"] = s.model.name;
+  j["calibration"] = {{"name", s.calibration.name}, {"calibrated", s.calibration.calibrated}};
+  const Workload& w = s.workload;
+  j["workload"] = {{"output_tokens", w.output_tokens},
+                   {"tensor_parallel", w.tensor_parallel},
+                   {"weight_dtype", std::string(to_string(w.weight_dtype))},
+                   {"kv_dtype", std::string(to_string(w.kv_dtype))},
+                   {"hbm_utilization", w.hbm_utilization},
+                   {"prefill_chunk_tokens", w.prefill_chunk_tokens},
+                   {"cuda_graphs", w.cuda_graphs}};
+  json arr = json::array();
+  for (const PlanResult& r : results) {
+    json e;
+    e["policy"] = std::string(r.policy->name());
+    e["params"] = params_json(r);
+    e["context_tokens"] = r.context_tokens;
+    e["output_tokens"] = r.output_tokens;
+    e["batch"] = r.batch;
+    e["feasible"] = r.feasible;
+    e["reason"] = r.feasible ? json(nullptr) : json(r.reason);
+    e["tpot_ms"] = r.feasible ? json(r.tpot_s * 1e3) : json(nullptr);
+    e["ttft_ms"] = r.feasible ? json(r.ttft_s * 1e3) : json(nullptr);
+    e["throughput_tok_s"] = r.feasible ? json(r.throughput_tok_s) : json(nullptr);
+    e["dominant_bound"] = r.feasible ? json(std::string(to_string(r.dominant))) : json(nullptr);
+    e["decode_context_tokens"] = r.feasible ? json(r.decode_context) : json(nullptr);
+    const MemoryReport& m = r.memory;
+    e["memory"] = {{"hbm_bytes", m.hbm_bytes},         {"dram_bytes", m.dram_bytes},
+                   {"kv_hbm_bytes", m.kv_hbm_bytes},   {"kv_dram_bytes", m.kv_dram_bytes},
+                   {"weight_bytes", m.weight_bytes},   {"workspace_bytes", m.workspace_bytes},
+                   {"hbm_usable_bytes", m.hbm_usable}, {"dram_usable_bytes", m.dram_usable},
+                   {"max_batch", m.max_batch}};
+    json phases = json::array();
+    for (const auto* list : {&r.prefill, &r.decode}) {
+      for (const PhaseResult& p : *list) {
+        const Work& wk = p.phase.work;
+        phases.push_back({{"name", std::string(p.phase.name)},
+                          {"stage", std::string(p.stage)},
+                          {"kind", std::string(to_string(p.phase.kind))},
+                          {"device", std::string(to_string(p.phase.device))},
+                          {"time_ms", p.seconds * 1e3},
+                          {"bound", std::string(to_string(p.bound))},
+                          {"flops", wk.flops},
+                          {"hbm_bytes", wk.hbm_bytes},
+                          {"dram_bytes", wk.dram_bytes},
+                          {"h2d_bytes", wk.h2d_bytes},
+                          {"d2h_bytes", wk.d2h_bytes},
+                          {"link_bytes", wk.link_bytes},
+                          {"launches", wk.launches}});
+      }
+    }
+    e["phases"] = phases;
+    arr.push_back(e);
+  }
+  j["results"] = arr;
+  return j;
+}
+
+std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results) {
+  std::ostringstream o;
+  const Workload& w = s.workload;
+  o << "kvsim plan: " << s.model.name << " (" << fmt("%.2f", s.model.total_params() / 1e9) << "B params) on "
+    << s.gpu.name << " + host " << s.host.name << ", TP " << w.tensor_parallel << ", weights "
+    << to_string(w.weight_dtype) << ", KV " << to_string(w.kv_dtype) << "\n";
+  o << "calibration: " << s.calibration.name
+    << (s.calibration.calibrated ? "" : " (uncalibrated: efficiencies 1.0, times are lower bounds)") << "\n";
+  int64_t last_ctx = -1;
+  for (const PlanResult& r : results) {
+    if (r.context_tokens != last_ctx) {
+      last_ctx = r.context_tokens;
+      o << "\ncontext " << r.context_tokens << " + " << r.output_tokens << " output tokens\n";
+      char head[200];
+      std::snprintf(head, sizeof head, "  %-12s %6s %6s %9s %10s %11s %8s %8s  %s\n", "policy", "batch", "max",
+                    "TPOT ms", "TTFT ms", "tok/s/GPU", "HBM GiB", "KV GiB", "bound");
+      o << head;
+    }
+    char row[256];
+    if (!r.feasible) {
+      std::snprintf(row, sizeof row, "  %-12s %6s %6lld  infeasible: ", std::string(r.policy->name()).c_str(), "-",
+                    (long long)r.memory.max_batch);
+      o << row << r.reason << "\n";
+      continue;
+    }
+    std::snprintf(row, sizeof row, "  %-12s %6lld %6lld %9.3f %10.1f %11.1f %8.2f %8.2f  %s\n",
+                  std::string(r.policy->name()).c_str(), (long long)r.batch, (long long)r.memory.max_batch,
+                  r.tpot_s * 1e3, r.ttft_s * 1e3, r.throughput_tok_s, r.memory.hbm_bytes / kGiB,
+                  (r.memory.kv_hbm_bytes + r.memory.kv_dram_bytes) / kGiB, std::string(to_string(r.dominant)).c_str());
+    o << row;
+    // Phase breakdown of the decode step, largest first.
+    std::vector<const PhaseResult*> ph;
+    for (const auto& p : r.decode) ph.push_back(&p);
+    std::stable_sort(ph.begin(), ph.end(), [](auto* a, auto* b) { return a->seconds > b->seconds; });
+    o << "    decode step:";
+    for (const PhaseResult* p : ph) {
+      o << " " << p->phase.name << " " << fmt("%.3f", p->seconds * 1e3) << " ms (" << fmt("%.0f", 100 * p->seconds / r.tpot_s)
+        << "%, " << to_string(p->bound) << ")";
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string plan_csv(const Scenario&, const std::vector<PlanResult>& results) {
+  std::ostringstream o;
+  o << "policy,params,context_tokens,output_tokens,batch,feasible,reason,tpot_ms,ttft_ms,throughput_tok_s,"
+       "dominant_bound,hbm_bytes,dram_bytes,kv_hbm_bytes,kv_dram_bytes,max_batch\n";
+  char buf[64];
+  auto num = [&](double v) {
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return std::string(buf);
+  };
+  for (const PlanResult& r : results) {
+    o << r.policy->name() << "," << csv_field(params_text(r)) << "," << r.context_tokens << "," << r.output_tokens << ","
+      << r.batch << "," << (r.feasible ? "true" : "false") << "," << csv_field(r.reason) << ","
+      << (r.feasible ? num(r.tpot_s * 1e3) : "") << "," << (r.feasible ? num(r.ttft_s * 1e3) : "") << ","
+      << (r.feasible ? num(r.throughput_tok_s) : "") << "," << (r.feasible ? std::string(to_string(r.dominant)) : "")
+      << "," << num(r.memory.hbm_bytes) << "," << num(r.memory.dram_bytes) << "," << num(r.memory.kv_hbm_bytes) << ","
+      << num(r.memory.kv_dram_bytes) << "," << r.memory.max_batch << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace kvsim

@@ -1,0 +1,51 @@
+#include "model/roofline.hpp"
+
+namespace kvsim {
+
+Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, bool cuda_graphs,
+                     const Calibration& cal) {
+  Machine m;
+  m.tensor = gpu.tensor_peak(gemm_dtype);
+  m.simt = gpu.fp32;
+  m.host_compute = host.fp32;
+  m.hbm = gpu.hbm_bandwidth;
+  m.dram = host.dram_bandwidth;
+  m.h2d = gpu.h2d_pinned;
+  m.d2h = gpu.d2h_pinned;
+  // Collectives go over NVLink when the GPU has it, otherwise through PCIe peer-to-peer.
+  m.link = gpu.nvlink_bandwidth > 0 ? gpu.nvlink_bandwidth : std::min(gpu.h2d_pinned, gpu.d2h_pinned);
+  m.kernel_latency = cuda_graphs ? gpu.kernel_latency : gpu.host_launch_latency;
+  m.calibration = &cal;
+  return m;
+}
+
+PhaseTime roofline(const Phase& p, const Machine& m) {
+  const Efficiency& e = (*m.calibration)[p.kind];
+  double peak = 0;
+  switch (p.unit) {
+    case ComputeUnit::tensor: peak = m.tensor * e[Ceiling::tensor]; break;
+    case ComputeUnit::simt: peak = m.simt * e[Ceiling::simt]; break;
+    case ComputeUnit::host: peak = m.host_compute * e[Ceiling::host_compute]; break;
+  }
+  const Work& w = p.work;
+  PhaseTime t{0, Bound::latency};
+  auto consider = [&](double amount, double rate, Bound b) {
+    if (amount <= 0) return;
+    const double s = amount / rate;
+    if (s > t.seconds) t = {s, b};
+  };
+  consider(w.flops, peak, Bound::compute);
+  consider(w.hbm_bytes, m.hbm * e[Ceiling::hbm], Bound::hbm);
+  consider(w.dram_bytes, m.dram * e[Ceiling::dram], Bound::dram);
+  consider(w.h2d_bytes, m.h2d * e[Ceiling::h2d], Bound::h2d);
+  consider(w.d2h_bytes, m.d2h * e[Ceiling::d2h], Bound::d2h);
+  consider(w.link_bytes, m.link * e[Ceiling::link], Bound::interconnect);
+  // Kernel launches cost GPU time; CPU routines and copies have their own call costs (policies add
+  // them as launches on those devices with the same per-call latency until calibrated separately).
+  const double fixed = w.launches * m.kernel_latency;
+  if (fixed > t.seconds) t.bound = Bound::latency;
+  t.seconds += fixed;
+  return t;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,38 @@
+// The roofline of one phase running alone:
+//   time = max(FLOPs / (peak * eff), bytes_tier / (bw_tier * eff) for every tier and link)
+//          + launches * per-kernel latency
+// and the bound is the term that wins (or "latency" when the fixed cost exceeds it). The discrete-event
+// simulator reproduces exactly this time for a phase that runs alone.
+#pragma once
+#include "model/calibration.hpp"
+#include "model/dtype.hpp"
+#include "model/hardware.hpp"
+#include "model/host.hpp"
+#include "model/phase.hpp"
+
+namespace kvsim {
+
+// The ceilings of one GPU server for one configuration, in bytes/s and FLOP/s, before efficiency.
+struct Machine {
+  double tensor = 0;        // GPU tensor-core peak for the GEMM dtype
+  double simt = 0;          // GPU CUDA-core fp32 peak
+  double host_compute = 0;  // CPU fp32 peak, all cores
+  double hbm = 0, dram = 0, h2d = 0, d2h = 0;
+  double link = 0;          // per-direction GPU-GPU bandwidth for collectives (NVLink, else PCIe)
+  double kernel_latency = 0;  // seconds per GPU kernel (graph or host launch)
+  const Calibration* calibration = nullptr;
+};
+
+// `gemm_dtype` selects the tensor peak (the weight dtype; fp8 needs hardware fp8 support, checked by
+// the caller). `cuda_graphs` chooses the per-kernel latency.
+Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, bool cuda_graphs,
+                     const Calibration& cal);
+
+struct PhaseTime {
+  double seconds = 0;
+  Bound bound = Bound::latency;
+};
+
+PhaseTime roofline(const Phase& p, const Machine& m);
+
+}  // namespace kvsim

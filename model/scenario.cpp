@@ -1,0 +1,250 @@
+#include "model/scenario.hpp"
+
+#include "model/error.hpp"
+#include "model/library.hpp"
+
+namespace kvsim {
+
+namespace {
+const char* kCommandLine = "command line";
+
+// A YAML mapping {key: value} built from a command-line option, so the option's value is checked by
+// the same code as the file's.
+YamlMap cli_map(const std::string& key, const std::string& value) {
+  YAML::Node n;
+  try {
+    n[key] = YAML::Load(value);
+  } catch (const YAML::Exception&) {
+    n[key] = value;
+  }
+  return YamlMap(n, kCommandLine, "");
+}
+
+// Loads one library entry given by name, path or inline mapping.
+template <class T, class LoadFile, class LoadMap>
+T load_entry(const YAML::Node& n, LibraryKind kind, const std::string& file, const std::string& key,
+             LoadFile load_file, LoadMap load_map) {
+  if (n.IsMap()) return load_map(YamlMap(n, file, key));
+  if (!n.IsScalar()) {
+    throw_input_error(file, line_of(n), key, "expected a " + kind_label(kind) + " name, a path or a mapping");
+  }
+  return load_file(resolve(kind, n.Scalar(), file, line_of(n), key));
+}
+
+GpuSpec gpu_entry(const YAML::Node& n, const std::string& file) {
+  return load_entry<GpuSpec>(n, LibraryKind::hardware, file, "hardware", load_gpu_file, load_gpu);
+}
+HostSpec host_entry(const YAML::Node& n, const std::string& file) {
+  return load_entry<HostSpec>(n, LibraryKind::host, file, "host", load_host_file, load_host);
+}
+ModelConfig model_entry(const YAML::Node& n, const std::string& file) {
+  return load_entry<ModelConfig>(n, LibraryKind::model, file, "model", load_model_file, load_model);
+}
+Calibration calibration_entry(const YAML::Node& n, const std::string& file) {
+  return load_entry<Calibration>(n, LibraryKind::calibration, file, "calibration", load_calibration_file,
+                                 load_calibration);
+}
+
+void parse_context(YamlMap& m, const std::string& key, std::vector<int64_t>& out) {
+  const YAML::Node n = m.node(key);
+  if (!n) m.fail(key, "missing required context length (tokens, a number or a list)");
+  const Range r = Range::between(1, 1LL << 32);
+  out.clear();
+  if (n.IsSequence()) {
+    if (n.size() == 0) m.fail(key, "empty list; give at least one context length");
+    for (const auto& item : n) {
+      const double v = m.parse_number(item, key, r);
+      if (v != double(int64_t(v))) m.fail(key, "value " + item.Scalar() + " is not an integer");
+      out.push_back(int64_t(v));
+    }
+  } else {
+    YAML::Node holder;
+    holder[key] = n;
+    out.push_back(YamlMap(holder, m.file(), "").integer(key, r));
+  }
+}
+
+int64_t parse_batch(YamlMap& m, const std::string& key) {
+  const YAML::Node n = m.node(key);
+  if (!n) return 0;
+  if (n.IsScalar() && n.Scalar() == "max") return 0;
+  const double v = m.parse_number(n, key, Range::at_least(1, 1e9));
+  if (v != double(int64_t(v))) m.fail(key, "value " + n.Scalar() + " is not an integer; allowed: an integer >= 1, or max");
+  return int64_t(v);
+}
+
+DType parse_dtype_field(YamlMap& m, const std::string& key, DType fallback) {
+  DType t = fallback;
+  parse_dtype(m.choice(key, {"fp32", "fp16", "bf16", "fp8"}, std::string(to_string(fallback))), t);
+  return t;
+}
+
+// Applies "POLICY.PARAM=VALUE" to the chosen policies.
+void apply_set(const std::string& s, std::vector<PolicyChoice>& policies) {
+  const auto dot = s.find('.');
+  const auto eq = s.find('=');
+  if (dot == std::string::npos || eq == std::string::npos || eq < dot) {
+    throw_input_error(kCommandLine, 0, "--set", "'" + s + "' is not of the form POLICY.PARAM=VALUE");
+  }
+  const std::string pname = s.substr(0, dot), param = s.substr(dot + 1, eq - dot - 1), value = s.substr(eq + 1);
+  bool found = false;
+  for (auto& c : policies) {
+    if (c.policy->name() != pname) continue;
+    found = true;
+    const int i = c.policy->param_index(param);
+    if (i < 0) {
+      std::vector<std::string> names;
+      for (const auto& ps : c.policy->params()) names.push_back(ps.name);
+      std::string msg = "policy '" + pname + "' has no parameter '" + param + "'";
+      if (auto g = did_you_mean(param, names); !g.empty()) msg += " (did you mean '" + g + "'?)";
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      msg += "; its parameters: " + (list.empty() ? "(none)" : list);
+      throw_input_error(kCommandLine, 0, "--set", msg);
+    }
+    const ParamSpec& spec = c.policy->params()[size_t(i)];
+    YamlMap vm = cli_map(param, value);
+    c.params[size_t(i)] = spec.integer ? double(vm.integer(param, spec.range)) : vm.number(param, spec.range);
+  }
+  if (!found) {
+    throw_input_error(kCommandLine, 0, "--set",
+                      "policy '" + pname + "' is not among this run's policies (add it with --policy " + pname + ")");
+  }
+}
+
+PolicyChoice parse_policy(const YAML::Node& n, const std::string& file, const std::string& field) {
+  std::string name;
+  const int line = line_of(n);
+  if (n.IsScalar()) name = n.Scalar();
+  else if (n.IsMap() && n["name"] && n["name"].IsScalar()) name = n["name"].Scalar();
+  else throw_input_error(file, line, field, "expected a policy name or a mapping with 'name' and parameters");
+  PolicyChoice c;
+  c.policy = find_policy(name);
+  if (!c.policy) {
+    const auto names = policy_names();
+    std::string msg = "unknown policy '" + name + "'";
+    if (auto g = did_you_mean(name, names); !g.empty()) msg += " (did you mean '" + g + "'?)";
+    std::string list;
+    for (const auto& nm : names) list += (list.empty() ? "" : ", ") + nm;
+    throw_input_error(file, line, field, msg + "; available: " + list);
+  }
+  c.params = c.policy->defaults();
+  if (n.IsMap()) {
+    YamlMap m(n, file, field);
+    m.string("name");
+    const auto& specs = c.policy->params();
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (!m.has(specs[i].name)) { m.node(specs[i].name); continue; }
+      c.params[i] = specs[i].integer ? double(m.integer(specs[i].name, specs[i].range))
+                                     : m.number(specs[i].name, specs[i].range);
+    }
+    m.finish();
+  }
+  return c;
+}
+}  // namespace
+
+Scenario load_scenario_file(const std::string& path, const Overrides& o) {
+  return load_scenario(load_yaml_file(path), path, o);
+}
+
+Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Overrides& o) {
+  Scenario s;
+  s.file = file;
+  YamlMap top(doc, file, "");
+
+  auto entry_node = [&](const std::string& key, const std::optional<std::string>& cli,
+                        std::string& src) -> YAML::Node {
+    YAML::Node n = top.node(key);
+    if (cli) {
+      src = kCommandLine;
+      return YAML::Node(*cli);
+    }
+    src = file;
+    return n;
+  };
+  std::string src;
+  YAML::Node hw = entry_node("hardware", o.hardware, src);
+  if (!hw) top.fail("hardware", "missing required hardware (a name from `kvsim hardware list`, a path or a mapping)");
+  s.gpu = gpu_entry(hw, src);
+
+  YAML::Node hn = entry_node("host", o.host, src);
+  s.host = hn ? host_entry(hn, src) : host_entry(YAML::Node(s.gpu.default_host), s.gpu.name + " (default_host)");
+
+  YAML::Node mn = entry_node("model", o.model, src);
+  if (!mn) top.fail("model", "missing required model (a name from `kvsim model list`, a path or a mapping)");
+  s.model = model_entry(mn, src);
+
+  YAML::Node cn = entry_node("calibration", o.calibration, src);
+  s.calibration = cn ? calibration_entry(cn, src) : Calibration();
+
+  // Workload: every field may be overridden from the command line (same checks, "command line" origin).
+  YamlMap w = top.map("workload");
+  auto pick = [&](const std::string& key, const std::optional<std::string>& cli) -> YamlMap {
+    w.node(key);  // the file's key is known even when overridden
+    return cli ? cli_map(key, *cli) : w;
+  };
+  {
+    YamlMap m = pick("context_tokens", o.context);
+    parse_context(m, "context_tokens", s.workload.context_tokens);
+  }
+  s.workload.output_tokens = pick("output_tokens", o.output).integer("output_tokens", Range::between(1, 1LL << 32), 1024);
+  {
+    YamlMap m = pick("batch", o.batch);
+    s.workload.batch = parse_batch(m, "batch");
+  }
+  s.workload.tensor_parallel = int(w.integer("tensor_parallel", Range::between(1, 64), 1));
+  s.workload.weight_dtype = parse_dtype_field(w, "weight_dtype", s.model.dtype);
+  s.workload.kv_dtype = parse_dtype_field(w, "kv_dtype", s.model.dtype);
+  s.workload.hbm_utilization = w.number("hbm_utilization", Range{0, 1, true}, 0.9);
+  s.workload.prefill_chunk_tokens = w.integer("prefill_chunk_tokens", Range::between(1, 1LL << 32), 8192);
+  s.workload.cuda_graphs = w.boolean("cuda_graphs", true);
+  s.workload.allow_long_context = w.boolean("allow_long_context", false);
+
+  // Cross-field checks, each naming the field it blames.
+  const int tp = s.workload.tensor_parallel;
+  const ModelConfig& m = s.model;
+  if (m.query_heads % tp || m.ffn_hidden % tp || (m.kv_heads % tp && tp % m.kv_heads)) {
+    w.fail("tensor_parallel", "value " + std::to_string(tp) + " must divide query_heads (" +
+                                  std::to_string(m.query_heads) + ") and ffn_hidden (" +
+                                  std::to_string(m.ffn_hidden) + "), and divide or be a multiple of kv_heads (" +
+                                  std::to_string(m.kv_heads) + ") of model " + m.name);
+  }
+  if (s.gpu.tensor_peak(s.workload.weight_dtype) <= 0) {
+    w.fail("weight_dtype", "value " + std::string(to_string(s.workload.weight_dtype)) + " has no tensor-core peak on " +
+                               s.gpu.name + "; allowed on this GPU: the dtypes its compute section lists");
+  }
+  if (!s.workload.allow_long_context) {
+    for (int64_t n : s.workload.context_tokens) {
+      if (n > m.max_context) {
+        YamlMap where = o.context ? cli_map("context_tokens", *o.context) : w;
+        where.fail("context_tokens", "value " + std::to_string(n) + " exceeds the max_context of model " + m.name +
+                                         " (" + std::to_string(m.max_context) +
+                                         "); allowed: 1 .. " + std::to_string(m.max_context) +
+                                         ", or set workload.allow_long_context: true");
+      }
+    }
+  }
+  w.finish();
+
+  // Policies: a list of names or {name, params...}; --policy replaces the list.
+  if (!o.policies.empty()) {
+    top.node("policies");
+    for (const auto& p : o.policies) s.policies.push_back(parse_policy(YAML::Node(p), kCommandLine, "--policy"));
+  } else {
+    YAML::Node pl = top.node("policies");
+    if (!pl) {
+      for (const Policy* p : all_policies()) s.policies.push_back({p, p->defaults()});
+    } else if (!pl.IsSequence() || pl.size() == 0) {
+      top.fail("policies", "expected a non-empty list of policies (names or {name: ..., param: value})");
+    } else {
+      for (size_t i = 0; i < pl.size(); ++i)
+        s.policies.push_back(parse_policy(pl[i], file, "policies[" + std::to_string(i) + "]"));
+    }
+  }
+  for (const auto& set : o.sets) apply_set(set, s.policies);
+  top.finish();
+  return s;
+}
+
+}  // namespace kvsim

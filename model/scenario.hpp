@@ -1,0 +1,56 @@
+// A scenario: hardware + host + model + workload + policies (+ calibration). Each of hardware, host,
+// model and calibration is a library name, a path, or an inline mapping. Command-line overrides go
+// through the same validation as the file, and their errors say "command line" instead of a line.
+// The format is documented in docs/scenarios.md.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/calibration.hpp"
+#include "model/hardware.hpp"
+#include "model/host.hpp"
+#include "model/model_config.hpp"
+#include "model/policy.hpp"
+
+namespace kvsim {
+
+struct Workload {
+  std::vector<int64_t> context_tokens;
+  int64_t output_tokens = 1024;
+  int64_t batch = 0;  // 0 = max
+  int tensor_parallel = 1;
+  DType weight_dtype = DType::bf16, kv_dtype = DType::bf16;
+  double hbm_utilization = 0.9;
+  int64_t prefill_chunk_tokens = 8192;
+  bool cuda_graphs = true;
+  bool allow_long_context = false;
+};
+
+struct PolicyChoice {
+  const Policy* policy = nullptr;
+  ParamValues params;
+};
+
+struct Scenario {
+  std::string file;
+  GpuSpec gpu;
+  HostSpec host;
+  ModelConfig model;
+  Calibration calibration;
+  Workload workload;
+  std::vector<PolicyChoice> policies;
+};
+
+// Values given on the command line; each replaces the scenario's field.
+struct Overrides {
+  std::optional<std::string> hardware, host, model, calibration, context, output, batch;
+  std::vector<std::string> policies;  // replaces the list when non-empty
+  std::vector<std::string> sets;      // "POLICY.PARAM=VALUE"
+};
+
+Scenario load_scenario_file(const std::string& path, const Overrides& o = {});
+Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Overrides& o = {});
+
+}  // namespace kvsim

@@ -1,0 +1,110 @@
+// The kvsim binary end to end: output formats, exit codes, and no partial files on error.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+
+using namespace kvsim;
+
+TEST(Cli, DefaultPlanRunsAndPrintsATable) {
+  const auto r = test::run_kvsim("plan");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("llama-3.1-8b"), std::string::npos);
+  EXPECT_NE(r.out.find("context 131072"), std::string::npos);
+  EXPECT_NE(r.out.find("decode step: attention"), std::string::npos) << r.out;
+}
+
+TEST(Cli, JsonFollowsTheSchema) {
+  const auto r = test::run_kvsim("plan scenarios/example.yaml --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "kvsim.plan/1");
+  ASSERT_EQ(j["results"].size(), 2u);
+  for (const auto& e : j["results"]) {
+    for (const char* k : {"policy", "params", "context_tokens", "batch", "feasible", "reason", "tpot_ms", "ttft_ms",
+                          "throughput_tok_s", "memory", "phases"})
+      EXPECT_TRUE(e.contains(k)) << k;
+    for (const char* k : {"hbm_bytes", "dram_bytes", "kv_hbm_bytes", "kv_dram_bytes", "max_batch"})
+      EXPECT_TRUE(e["memory"].contains(k)) << k;
+    ASSERT_TRUE(e["feasible"].get<bool>());
+    ASSERT_FALSE(e["phases"].empty());
+    for (const auto& p : e["phases"]) {
+      for (const char* k : {"name", "device", "time_ms", "bound", "flops", "hbm_bytes", "dram_bytes", "h2d_bytes", "d2h_bytes"})
+        EXPECT_TRUE(p.contains(k)) << k;
+      const std::string dev = p["device"];
+      EXPECT_TRUE(dev == "gpu" || dev == "cpu" || dev == "pcie") << dev;
+    }
+    // Throughput per GPU is batch / TPOT.
+    EXPECT_NEAR(e["throughput_tok_s"].get<double>(), e["batch"].get<double>() / (e["tpot_ms"].get<double>() / 1e3), 1e-6);
+  }
+  EXPECT_EQ(j["results"][0]["context_tokens"], 16384);
+  EXPECT_GT(j["results"][0]["batch"].get<int>(), j["results"][1]["batch"].get<int>());
+}
+
+TEST(Cli, CsvHasAHeaderAndOneRowPerResult) {
+  const auto r = test::run_kvsim("plan scenarios/example.yaml --format csv --batch 2");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("policy,params,context_tokens", 0), 0u);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3);
+}
+
+TEST(Cli, OverridesAndInfeasibleBatch) {
+  const auto r = test::run_kvsim("plan --model llama-3.2-3b --hardware a6000 --context 8192,65536 --batch 100 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["hardware"], "a6000");
+  EXPECT_EQ(j["host"], "xeon-w9-3495x");  // the A6000's default host
+  const auto& far = j["results"][1];
+  EXPECT_FALSE(far["feasible"].get<bool>());
+  EXPECT_NE(far["reason"].get<std::string>().find("largest batch that fits"), std::string::npos);
+  EXPECT_TRUE(far["tpot_ms"].is_null());
+}
+
+TEST(Cli, BadInputExitsNonzeroWithLocation) {
+  const std::string path = test::write_temp("bad.yaml", "hardware: h100-sxm\nmodel: llama-3.1-8b\nworkload:\n  context_tokens: 1000\n  batch: -1\n");
+  const auto r = test::run_kvsim("plan " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(path + ":5: workload.batch: value -1 is out of range"), std::string::npos) << r.out;
+  const auto missing = test::run_kvsim("plan /nonexistent/s.yaml");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.out.find("cannot open file"), std::string::npos) << missing.out;
+  const auto badopt = test::run_kvsim("plan --format xml");
+  EXPECT_NE(badopt.exit_code, 0);
+  const auto badset = test::run_kvsim("plan --set full.x=1");
+  EXPECT_EQ(badset.exit_code, 2);
+  EXPECT_NE(badset.out.find("command line: --set: policy 'full' has no parameter 'x'"), std::string::npos) << badset.out;
+}
+
+TEST(Cli, OutputFileIsWrittenWholeOrNotAtAll) {
+  namespace fs = std::filesystem;
+  const std::string out = std::string(::testing::TempDir()) + "plan_out.json";
+  fs::remove(out);
+  const auto bad = test::run_kvsim("plan --batch 0 -o " + out);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_FALSE(fs::exists(out)) << "an error must not leave an output file";
+  const auto good = test::run_kvsim("plan --format json -o " + out);
+  ASSERT_EQ(good.exit_code, 0) << good.out;
+  std::ifstream in(out);
+  EXPECT_TRUE(nlohmann::json::parse(in).contains("results"));
+  for (const auto& e : fs::directory_iterator(fs::path(out).parent_path()))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "temporary file left behind: " << e.path();
+}
+
+TEST(Cli, LibraryCommands) {
+  auto r = test::run_kvsim("hardware list");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("h100-sxm\n"), std::string::npos);
+  r = test::run_kvsim("model show llama-3-8b --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(r.out)["kv_bytes_per_token"].get<double>(), 131072.0);
+  r = test::run_kvsim("host show xeon-w9-3495x");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = test::run_kvsim("hardware show h100sxm");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("did you mean 'h100-sxm'"), std::string::npos) << r.out;
+  r = test::run_kvsim("policy list");
+  EXPECT_NE(r.out.find("full"), std::string::npos);
+}

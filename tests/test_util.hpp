@@ -1,0 +1,46 @@
+// Shared helpers for tests: library lookups and running the kvsim binary.
+#pragma once
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include "model/library.hpp"
+
+namespace kvsim::test {
+
+inline GpuSpec gpu(const std::string& n) { return load_gpu_file(resolve(LibraryKind::hardware, n, "", 0, "")); }
+inline HostSpec host(const std::string& n) { return load_host_file(resolve(LibraryKind::host, n, "", 0, "")); }
+inline ModelConfig model(const std::string& n) { return load_model_file(resolve(LibraryKind::model, n, "", 0, "")); }
+
+struct RunResult {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `kvsim ARGS` from the source directory.
+inline RunResult run_kvsim(const std::string& args) {
+  const std::string cmd = std::string("cd '") + KVSIM_SOURCE_DIR + "' && '" + KVSIM_BINARY + "' " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  RunResult r{-1, ""};
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A scratch file under the build tree's temp dir, removed by the caller if needed.
+inline std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = std::string(::testing::TempDir()) + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace kvsim::test

@@ -1,0 +1,52 @@
+// Google Benchmarks of the analytical model, run with `kvsim bench` (or `make bench`).
+// BM_PlanDesignPoint is the throughput figure quoted in the README: complete design points
+// (memory, max batch, TTFT and TPOT with phase breakdown) evaluated per second on one core.
+#include <benchmark/benchmark.h>
+
+#include "model/library.hpp"
+#include "model/plan.hpp"
+
+namespace {
+using namespace kvsim;
+
+struct Fixture {
+  GpuSpec gpu = load_gpu_file(resolve(LibraryKind::hardware, "h100-sxm", "", 0, ""));
+  HostSpec host = load_host_file(resolve(LibraryKind::host, "sapphire-rapids-2s", "", 0, ""));
+  ModelConfig model = load_model_file(resolve(LibraryKind::model, "llama-3.1-8b", "", 0, ""));
+  Calibration cal;
+  Deployment dep = make_deployment(model, gpu, host, 1, DType::bf16, DType::bf16, 0.9, 8192, true, cal);
+  const Policy* full = find_policy("full");
+  ParamValues params = full->defaults();
+};
+
+Fixture& fixture() {
+  static Fixture f;
+  return f;
+}
+
+void BM_PlanDesignPoint(benchmark::State& state) {
+  Fixture& f = fixture();
+  int64_t ctx = 1024;
+  for (auto _ : state) {
+    DesignPoint p{&f.dep, f.full, &f.params, ctx, 1024, 0};
+    PlanResult r = evaluate(p);
+    benchmark::DoNotOptimize(r.tpot_s);
+    ctx = ctx >= 131072 ? 1024 : ctx + 977;  // vary the point so nothing is hoisted
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["points_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PlanDesignPoint);
+
+void BM_DecodeStep(benchmark::State& state) {
+  Fixture& f = fixture();
+  double ctx = 1024;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(decode_step_seconds(f.dep, *f.full, f.params, 16, ctx));
+    ctx = ctx >= 131072 ? 1024 : ctx + 977;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_DecodeStep);
+
+}  // namespace

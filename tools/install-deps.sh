@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kvsim needs, and only those that are missing.
+# Idempotent: a second run with everything present does nothing and touches no network.
+# Used by `make run`, `make test` and CI (.ci/run calls `make test`).
+set -euo pipefail
+
+# Library dependencies (headers + libs) and build tools. One package per line, with why.
+PACKAGES=(
+  cmake                 # build system
+  g++                   # C++20 compiler
+  make
+  pkg-config
+  libyaml-cpp-dev       # hardware/model/scenario YAML
+  libeigen3-dev         # linear algebra in reference kernels
+  libboost-graph-dev    # phase DAGs in the discrete-event simulator
+  libgtest-dev          # unit tests
+  libgmock-dev
+  libbenchmark-dev      # Google Benchmark (kvsim bench, model throughput)
+  libcli11-dev          # command line
+  nlohmann-json3-dev    # JSON output
+)
+# Optional: plots. Installed only when KVSIM_WITH_PLOTS=1 (not needed by tests).
+if [[ "${KVSIM_WITH_PLOTS:-0}" == "1" ]]; then PACKAGES+=(python3-matplotlib); fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+echo "kvsim: installing missing Debian packages: ${missing[*]}" >&2
+SUDO=""
+if [[ "$(id -u)" != "0" ]]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "kvsim: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "kvsim: installed ${#missing[@]} package(s)" >&2

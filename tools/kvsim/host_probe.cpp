@@ -1,0 +1,128 @@
+#include "tools/kvsim/host_probe.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace kvsim {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
+// Runs f(thread_index) on `threads` threads at once; returns the wall time of the slowest.
+template <class F>
+double parallel_time(int threads, F f) {
+  std::vector<std::thread> ts;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<double> t(threads);
+  for (int i = 0; i < threads; ++i)
+    ts.emplace_back([&, i] {
+      ++ready;
+      while (!go) std::this_thread::yield();
+      const double s = now();
+      f(i);
+      t[i] = now() - s;
+    });
+  while (ready < threads) std::this_thread::yield();
+  go = true;
+  for (auto& th : ts) th.join();
+  return *std::max_element(t.begin(), t.end());
+}
+
+// STREAM triad a = b + s*c over arrays far larger than the caches, one slice per thread. Counts the
+// three arrays' bytes (STREAM's convention, no write-allocate). Best of repeats.
+double triad_bandwidth(int threads, double seconds) {
+  const size_t n = size_t(64) << 20;  // 64 Mi doubles = 512 MiB per array
+  std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+  const size_t slice = n / threads;
+  double best = 0;
+  const double until = now() + seconds;
+  int reps = 0;
+  while (reps < 3 || (now() < until && reps < 50)) {
+    const double t = parallel_time(threads, [&](int i) {
+      double* __restrict pa = a.data() + i * slice;
+      const double* __restrict pb = b.data() + i * slice;
+      const double* __restrict pc = c.data() + i * slice;
+      for (size_t k = 0; k < slice; ++k) pa[k] = pb[k] + 3.0 * pc[k];
+    });
+    best = std::max(best, 3.0 * sizeof(double) * slice * threads / t);
+    ++reps;
+  }
+  return best;
+}
+
+// fp32 GEMM (Eigen) on every thread at once, each with its own matrices: the host's practical fp32
+// peak with the SIMD this build targets.
+double gemm_flops(int threads, double seconds) {
+  const int n = 512;
+  std::vector<Eigen::MatrixXf> A(threads), B(threads), C(threads);
+  for (int i = 0; i < threads; ++i) {
+    A[i] = Eigen::MatrixXf::Random(n, n);
+    B[i] = Eigen::MatrixXf::Random(n, n);
+    C[i] = Eigen::MatrixXf::Zero(n, n);
+  }
+  Eigen::setNbThreads(1);
+  double best = 0;
+  const double until = now() + seconds;
+  int reps = 0;
+  while (reps < 3 || (now() < until && reps < 200)) {
+    const double t = parallel_time(threads, [&](int i) { C[i].noalias() = A[i] * B[i]; });
+    best = std::max(best, 2.0 * n * n * double(n) * threads / t);
+    ++reps;
+  }
+  return best;
+}
+
+double mem_total_gib() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (in >> key) {
+    if (key == "MemTotal:") { in >> kb; break; }
+    in.ignore(1 << 10, '\n');
+  }
+  return kb / (1024.0 * 1024.0);
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+}  // namespace
+
+std::string probe_host_yaml(const std::string& name, double seconds) {
+  const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  std::fprintf(stderr, "kvsim host probe: %d threads; measuring DRAM bandwidth...\n", threads);
+  const double bw = triad_bandwidth(threads, seconds);
+  std::fprintf(stderr, "kvsim host probe: measuring fp32 GEMM...\n");
+  const double flops = gemm_flops(threads, seconds);
+  char buf[2048];
+  std::snprintf(buf, sizeof buf,
+                "# Host profile measured by `kvsim host probe` on this machine (%s).\n"
+                "name: %s\n"
+                "description: %s, %d cores (measured profile)\n"
+                "sockets: 1                  # estimate: assumed 1 (kvsim host probe does not detect sockets)\n"
+                "cores: %d                   # measured: std::thread::hardware_concurrency()\n"
+                "dram:\n"
+                "  capacity_gib: %.1f       # measured: MemTotal in /proc/meminfo\n"
+                "  bandwidth_gbs: %.1f      # measured: STREAM triad over 3 x 512 MiB arrays on %d threads, best of repeats\n"
+                "compute:\n"
+                "  fp32_gflops: %.1f        # measured: Eigen sgemm 512^3 on %d threads at once, best of repeats\n",
+                cpu_model().c_str(), name.c_str(), cpu_model().c_str(), threads, threads, mem_total_gib(), bw / 1e9,
+                threads, flops / 1e9, threads);
+  return buf;
+}
+
+}  // namespace kvsim
