@@ -11,7 +11,7 @@ using namespace kvsim;
 
 struct Fixture {
   GpuSpec gpu = load_gpu_file(resolve(LibraryKind::hardware, "h100-sxm", "", 0, ""));
-  HostSpec host = load_host_file(resolve(LibraryKind::host, "sapphire-rapids-2s", "", 0, ""));
+  HostSpec host = load_host_file(resolve(LibraryKind::host, "xeon-w9-3495x", "", 0, ""));
   ModelConfig model = load_model_file(resolve(LibraryKind::model, "llama-3.1-8b", "", 0, ""));
   Calibration cal;
   Deployment dep = make_deployment(model, gpu, host, 1, DType::bf16, DType::bf16, 0.9, 8192, true, cal);
