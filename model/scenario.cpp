@@ -68,8 +68,15 @@ int64_t parse_batch(YamlMap& m, const std::string& key) {
   const YAML::Node n = m.node(key);
   if (!n) return 0;
   if (n.IsScalar() && n.Scalar() == "max") return 0;
-  const double v = m.parse_number(n, key, Range::at_least(1, 1e9));
-  if (v != double(int64_t(v))) m.fail(key, "value " + n.Scalar() + " is not an integer; allowed: an integer >= 1, or max");
+  const char* allowed = "allowed: an integer 1 .. 1000000000, or max";
+  double v = 0;
+  try {
+    v = m.parse_number(n, key, Range::between(-1e300, 1e300));
+  } catch (const InputError&) {
+    m.fail(key, "value '" + (n.IsScalar() ? n.Scalar() : std::string("(not a scalar)")) + "' is not a number; " + allowed);
+  }
+  if (v < 1 || v > 1e9) m.fail(key, "value " + n.Scalar() + " is out of range; " + allowed);
+  if (v != double(int64_t(v))) m.fail(key, "value " + n.Scalar() + " is not an integer; " + allowed);
   return int64_t(v);
 }
 

@@ -1,0 +1,31 @@
+#include "sim/resources.hpp"
+
+namespace kvsim::sim {
+
+std::vector<double> capacities(const Machine& m) {
+  return {m.tensor, m.simt, m.host_compute, m.hbm, m.dram, m.h2d, m.d2h, m.link};
+}
+
+SimPhase to_sim_phase(const Phase& p, const Machine& m) {
+  const Efficiency& e = (*m.calibration)[p.kind];
+  SimPhase s;
+  s.name = std::string(p.name);
+  s.latency = p.work.launches * m.kernel_latency;
+  s.amount.assign(size_t(Resource::count), 0.0);
+  auto put = [&](Resource r, double amount, Ceiling c) {
+    if (amount > 0) s.amount[size_t(r)] += amount / e[c];
+  };
+  switch (p.unit) {
+    case ComputeUnit::tensor: put(Resource::tensor, p.work.flops, Ceiling::tensor); break;
+    case ComputeUnit::simt: put(Resource::simt, p.work.flops, Ceiling::simt); break;
+    case ComputeUnit::host: put(Resource::host_compute, p.work.flops, Ceiling::host_compute); break;
+  }
+  put(Resource::hbm, p.work.hbm_bytes, Ceiling::hbm);
+  put(Resource::dram, p.work.dram_bytes, Ceiling::dram);
+  put(Resource::h2d, p.work.h2d_bytes, Ceiling::h2d);
+  put(Resource::d2h, p.work.d2h_bytes, Ceiling::d2h);
+  put(Resource::link, p.work.link_bytes, Ceiling::link);
+  return s;
+}
+
+}  // namespace kvsim::sim

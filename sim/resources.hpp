@@ -1,0 +1,19 @@
+// The machine's resources as the simulator sees them, and the map from a model phase to a simulated
+// one. Efficiency (per phase kind, from the calibration file) is folded into the amounts: a phase that
+// reaches half of HBM bandwidth moves twice its bytes of "ideal" HBM capacity. So a phase alone takes
+// exactly its roofline time (model/roofline.hpp), and phases that overlap share the real ceilings.
+#pragma once
+#include <vector>
+
+#include "model/phase.hpp"
+#include "model/roofline.hpp"
+#include "sim/step_graph.hpp"
+
+namespace kvsim::sim {
+
+enum class Resource { tensor, simt, host_compute, hbm, dram, h2d, d2h, link, count };
+
+std::vector<double> capacities(const Machine& m);
+SimPhase to_sim_phase(const Phase& p, const Machine& m);
+
+}  // namespace kvsim::sim

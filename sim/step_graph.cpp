@@ -1,0 +1,127 @@
+#include "sim/step_graph.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <boost/graph/topological_sort.hpp>
+#include <iterator>
+#include <limits>
+#include <stdexcept>
+
+#include "sim/fair_share.hpp"
+
+namespace kvsim::sim {
+
+size_t StepGraph::add_phase(SimPhase p) {
+  if (p.amount.size() != resources_) throw std::invalid_argument("phase " + p.name + ": wrong number of resources");
+  phases_.push_back(std::move(p));
+  return boost::add_vertex(graph_);
+}
+
+void StepGraph::add_edge(size_t before, size_t after) {
+  if (before >= phases_.size() || after >= phases_.size()) throw std::invalid_argument("edge to an unknown phase");
+  boost::add_edge(before, after, graph_);
+}
+
+SimTiming StepGraph::run(const std::vector<double>& cap) const {
+  const size_t n = phases_.size();
+  if (cap.size() != resources_) throw std::invalid_argument("wrong number of capacities");
+  {
+    std::vector<Graph::vertex_descriptor> order;
+    try {
+      boost::topological_sort(graph_, std::back_inserter(order));
+    } catch (const boost::not_a_dag&) {
+      throw std::invalid_argument("the phase graph has a cycle");
+    }
+  }
+  // Solo flow time of each phase (its roofline without latency) and its per-second use at x = 1.
+  std::vector<double> solo(n, 0.0);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t r = 0; r < resources_; ++r) {
+      if (phases_[i].amount[r] <= 0) continue;
+      if (!(cap[r] > 0)) throw std::invalid_argument("phase " + phases_[i].name + " needs a resource of capacity 0");
+      solo[i] = std::max(solo[i], phases_[i].amount[r] / cap[r]);
+    }
+
+  enum class State { waiting, delay, flow, done };
+  std::vector<State> state(n, State::waiting);
+  std::vector<size_t> pending(n);
+  std::vector<double> remaining(n);  // seconds of delay, or fraction of the flow left
+  SimTiming t;
+  t.start.assign(n, 0.0);
+  t.finish.assign(n, 0.0);
+  double now = 0;
+  size_t done = 0;
+
+  auto finish = [&](size_t i, std::vector<size_t>& ready) {
+    state[i] = State::done;
+    t.finish[i] = now;
+    ++done;
+    for (auto [e, end] = boost::out_edges(i, graph_); e != end; ++e) {
+      const size_t j = boost::target(*e, graph_);
+      if (--pending[j] == 0) ready.push_back(j);
+    }
+  };
+  // Starting a phase may finish it at once (no latency, no work), which may ready others.
+  auto start_all = [&](std::vector<size_t> ready) {
+    while (!ready.empty()) {
+      const size_t i = ready.back();
+      ready.pop_back();
+      t.start[i] = now;
+      if (phases_[i].latency > 0) { state[i] = State::delay; remaining[i] = phases_[i].latency; }
+      else if (solo[i] > 0) { state[i] = State::flow; remaining[i] = 1.0; }
+      else finish(i, ready);
+    }
+  };
+  {
+    std::vector<size_t> ready;
+    for (size_t i = 0; i < n; ++i) {
+      pending[i] = boost::in_degree(i, graph_);
+      if (pending[i] == 0) ready.push_back(i);
+    }
+    start_all(ready);
+  }
+
+  std::vector<size_t> flowing;
+  std::vector<Flow> flows;
+  while (done < n) {
+    flowing.clear();
+    flows.clear();
+    for (size_t i = 0; i < n; ++i)
+      if (state[i] == State::flow) {
+        flowing.push_back(i);
+        Flow f;
+        f.use.resize(resources_);
+        for (size_t r = 0; r < resources_; ++r) f.use[r] = phases_[i].amount[r] / solo[i];
+        flows.push_back(std::move(f));
+      }
+    const std::vector<double> x = max_min_fair(cap, flows);
+    // Time to the next event: a delay ends or a flow completes.
+    double dt = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < n; ++i)
+      if (state[i] == State::delay) dt = std::min(dt, remaining[i]);
+    for (size_t k = 0; k < flowing.size(); ++k)
+      if (x[k] > 0) dt = std::min(dt, remaining[flowing[k]] * solo[flowing[k]] / x[k]);
+    if (!std::isfinite(dt)) throw std::logic_error("simulation stalled: no phase can progress");
+    now += dt;
+    std::vector<size_t> ready;
+    constexpr double kEps = 1e-12;
+    for (size_t k = 0; k < flowing.size(); ++k) {
+      const size_t i = flowing[k];
+      remaining[i] -= dt * x[k] / solo[i];
+      if (remaining[i] <= kEps) finish(i, ready);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (state[i] != State::delay) continue;
+      remaining[i] -= dt;
+      if (remaining[i] <= kEps * std::max(1.0, phases_[i].latency)) {
+        if (solo[i] > 0) { state[i] = State::flow; remaining[i] = 1.0; }
+        else finish(i, ready);
+      }
+    }
+    start_all(ready);
+  }
+  for (double f : t.finish) t.makespan = std::max(t.makespan, f);
+  return t;
+}
+
+}  // namespace kvsim::sim

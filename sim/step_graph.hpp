@@ -1,0 +1,46 @@
+// The phases of a decode step (or a prefill) as a DAG, and the discrete-event simulation that times it.
+//
+// A node is a phase: a fixed latency (kernel launches, call overheads), then a flow that moves
+// `amount[r]` units through each resource r (bytes of HBM, PCIe, DRAM; FLOPs of a compute unit).
+// An edge a -> b means b starts after a finishes; streams, prefetch and CPU–GPU co-execution are
+// expressed as edges (or their absence). Phases that run at once share resources by max–min fairness
+// (fair_share.hpp), and rates are recomputed at every start and finish. A phase running alone takes
+// exactly latency + max_r amount[r] / capacity[r]: its roofline.
+#pragma once
+#include <boost/graph/adjacency_list.hpp>
+#include <string>
+#include <vector>
+
+namespace kvsim::sim {
+
+struct SimPhase {
+  std::string name;
+  double latency = 0;           // seconds before the flow starts
+  std::vector<double> amount;   // per resource, in the resource's units (already divided by efficiency)
+};
+
+struct SimTiming {
+  double makespan = 0;
+  std::vector<double> start, finish;  // per phase, seconds
+};
+
+class StepGraph {
+ public:
+  explicit StepGraph(size_t resources) : resources_(resources) {}
+  size_t add_phase(SimPhase p);
+  void add_edge(size_t before, size_t after);  // `after` waits for `before`
+  size_t size() const { return phases_.size(); }
+  const SimPhase& phase(size_t i) const { return phases_[i]; }
+
+  // Simulates the DAG on resources of the given capacities (units per second). Throws
+  // std::invalid_argument on a cycle or a capacity that is not positive where a phase needs it.
+  SimTiming run(const std::vector<double>& capacity) const;
+
+ private:
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
+  size_t resources_;
+  std::vector<SimPhase> phases_;
+  Graph graph_;
+};
+
+}  // namespace kvsim::sim

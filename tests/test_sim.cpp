@@ -1,0 +1,129 @@
+// The discrete-event simulator: max–min fair sharing and the event loop over a phase DAG.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <stdexcept>
+
+#include "model/plan.hpp"
+#include "sim/fair_share.hpp"
+#include "sim/resources.hpp"
+#include "sim/step_graph.hpp"
+#include "test_util.hpp"
+
+using namespace kvsim;
+using namespace kvsim::sim;
+
+TEST(FairShare, TextbookCases) {
+  // Two flows that each fill one resource alone get half each.
+  auto x = max_min_fair({10}, {Flow{{10}}, Flow{{10}}});
+  EXPECT_DOUBLE_EQ(x[0], 0.5);
+  EXPECT_DOUBLE_EQ(x[1], 0.5);
+  // Flows on different resources do not slow each other.
+  x = max_min_fair({10, 5}, {Flow{{10, 0}}, Flow{{0, 5}}});
+  EXPECT_DOUBLE_EQ(x[0], 1.0);
+  EXPECT_DOUBLE_EQ(x[1], 1.0);
+  // A and B share R1 and stop at 1/2; C, only on R2 with B, takes the rest of R2 up to its solo speed.
+  x = max_min_fair({1, 1}, {Flow{{1, 0}}, Flow{{1, 1}}, Flow{{0, 0.1}}});
+  EXPECT_DOUBLE_EQ(x[0], 0.5);
+  EXPECT_DOUBLE_EQ(x[1], 0.5);
+  EXPECT_DOUBLE_EQ(x[2], 1.0);
+}
+
+// On random instances the result is feasible and max–min optimal: every flow is at its solo speed or
+// uses a saturated resource on which no other flow is faster.
+TEST(FairShare, RandomInstancesAreFeasibleAndMaxMinOptimal) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 500; ++trial) {
+    const size_t R = 1 + rng() % 4, n = 1 + rng() % 6;
+    std::vector<double> cap(R);
+    for (auto& c : cap) c = 0.5 + u(rng);
+    std::vector<Flow> flows(n);
+    for (auto& f : flows) {
+      f.use.resize(R);
+      for (size_t r = 0; r < R; ++r) f.use[r] = u(rng) < 0.4 ? 0.0 : u(rng) * cap[r];  // alone: fits
+    }
+    const auto x = max_min_fair(cap, flows);
+    std::vector<double> load(R, 0);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t r = 0; r < R; ++r) load[r] += flows[i].use[r] * x[i];
+    for (size_t r = 0; r < R; ++r) ASSERT_LE(load[r], cap[r] * (1 + 1e-9)) << "trial " << trial;
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_GE(x[i], 0);
+      ASSERT_LE(x[i], 1 + 1e-12);
+      if (x[i] >= 1 - 1e-9) continue;
+      bool bottlenecked = false;
+      for (size_t r = 0; r < R; ++r) {
+        if (flows[i].use[r] <= 0 || load[r] < cap[r] * (1 - 1e-9)) continue;
+        bool fastest = true;
+        for (size_t j = 0; j < n; ++j)
+          if (flows[j].use[r] > 0 && x[j] > x[i] + 1e-9) fastest = false;
+        bottlenecked |= fastest;
+      }
+      ASSERT_TRUE(bottlenecked) << "trial " << trial << ": flow " << i << " at " << x[i] << " could go faster";
+    }
+  }
+}
+
+TEST(StepGraph, APhaseAloneTakesItsRoofline) {
+  StepGraph g(2);
+  g.add_phase({"p", 3e-6, {4e12, 2e9}});  // 4 TFLOP at 1000 TFLOP/s = 4 ms; 2 GB at 2 TB/s = 1 ms
+  const auto t = g.run({1000e12, 2e12});
+  EXPECT_DOUBLE_EQ(t.makespan, 3e-6 + 4e-3);
+}
+
+TEST(StepGraph, ChainsAddAndIndependentPhasesShare) {
+  {
+    StepGraph g(1);
+    const size_t a = g.add_phase({"a", 0, {1}}), b = g.add_phase({"b", 0, {3}});
+    g.add_edge(a, b);
+    const auto t = g.run({1});
+    EXPECT_DOUBLE_EQ(t.makespan, 4);
+    EXPECT_DOUBLE_EQ(t.start[b], 1);
+  }
+  {
+    // Same resource, no edge: they share it, and together take the sum of their bytes / bandwidth.
+    StepGraph g(1);
+    g.add_phase({"a", 0, {1}});
+    g.add_phase({"b", 0, {3}});
+    const auto t = g.run({1});
+    EXPECT_NEAR(t.finish[0], 2, 1e-12);  // half speed until a is done
+    EXPECT_NEAR(t.makespan, 4, 1e-12);
+  }
+  {
+    // Different resources (a copy under a kernel): perfect overlap, the longer one decides.
+    StepGraph g(2);
+    g.add_phase({"kernel", 0, {5, 0}});
+    g.add_phase({"copy", 0, {0, 2}});
+    EXPECT_DOUBLE_EQ(g.run({1, 1}).makespan, 5);
+  }
+  {
+    StepGraph g(1);
+    const size_t a = g.add_phase({"a", 0, {1}}), b = g.add_phase({"b", 0, {1}});
+    g.add_edge(a, b);
+    g.add_edge(b, a);
+    EXPECT_THROW(g.run({1}), std::invalid_argument);
+  }
+}
+
+// The full-KV decode step, run as a single-stream chain through the simulator, takes exactly the
+// planner's summed roofline time.
+TEST(StepGraph, FullDecodeChainMatchesThePlanner) {
+  const ModelConfig m = test::model("llama-3.1-8b");
+  const GpuSpec g = test::gpu("h100-sxm");
+  const HostSpec h = test::host("xeon-w9-3495x");
+  Calibration cal;
+  cal.per_kind[size_t(PhaseKind::attention)].of[size_t(Ceiling::hbm)] = 0.7;
+  const Deployment d = make_deployment(m, g, h, 2, DType::bf16, DType::bf16, 0.9, 8192, true, cal);
+  const Policy* full = find_policy("full");
+  std::vector<PhaseResult> phases;
+  const double planned = decode_step_seconds(d, *full, full->defaults(), 8, 20000, &phases);
+  StepGraph sg(size_t(Resource::count));
+  size_t prev = SIZE_MAX;
+  for (const auto& p : phases) {
+    const size_t id = sg.add_phase(to_sim_phase(p.phase, d.machine));
+    if (prev != SIZE_MAX) sg.add_edge(prev, id);
+    prev = id;
+  }
+  EXPECT_NEAR(sg.run(capacities(d.machine)).makespan, planned, planned * 1e-12);
+}
