@@ -46,4 +46,16 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
   return best_d <= limit ? best : std::string();
 }
 
+std::string suggestion(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::string g = did_you_mean(word, candidates);
+  return g.empty() ? std::string() : " (did you mean '" + g + "'?)";
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& empty) {
+  if (items.empty()) return empty;
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
 }  // namespace kvsim

@@ -19,4 +19,10 @@ struct InputError : std::runtime_error {
 // Closest candidate by edit distance, or "" when nothing is close enough to be a plausible typo.
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
+// " (did you mean 'X'?)" when a candidate is close, else "".
+std::string suggestion(const std::string& word, const std::vector<std::string>& candidates);
+
+// "a, b, c", or `empty` for no items.
+std::string join(const std::vector<std::string>& items, const std::string& empty = "(none)");
+
 }  // namespace kvsim

@@ -54,12 +54,9 @@ std::string resolve(LibraryKind k, const std::string& name, const std::string& f
   const std::string path = kind_dir(k) + "/" + name + ".yaml";
   if (fs::exists(path)) return path;
   const auto names = library_names(k);
-  std::string msg = "unknown " + kind_label(k) + " '" + name + "'";
-  if (const std::string g = did_you_mean(name, names); !g.empty()) msg += " (did you mean '" + g + "'?)";
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  msg += "; available in " + kind_dir(k) + ": " + (list.empty() ? "(none)" : list);
-  throw_input_error(file, line, field, msg);
+  throw_input_error(file, line, field,
+                    "unknown " + kind_label(k) + " '" + name + "'" + suggestion(name, names) + "; available in " +
+                        kind_dir(k) + ": " + join(names));
 }
 
 GpuSpec load_gpu_file(const std::string& path) { return load_gpu(YamlMap(load_yaml_file(path), path, "")); }

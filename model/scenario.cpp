@@ -10,14 +10,14 @@ const char* kCommandLine = "command line";
 
 // A YAML mapping {key: value} built from a command-line option, so the option's value is checked by
 // the same code as the file's.
-YamlMap cli_map(const std::string& key, const std::string& value) {
+YamlMap cli_map(const std::string& key, const std::string& value, const std::string& section = "") {
   YAML::Node n;
   try {
     n[key] = YAML::Load(value);
   } catch (const YAML::Exception&) {
     n[key] = value;
   }
-  return YamlMap(n, kCommandLine, "");
+  return YamlMap(n, kCommandLine, section, /*has_lines=*/false);
 }
 
 // Loads one library entry given by name, path or inline mapping.
@@ -50,18 +50,14 @@ void parse_context(YamlMap& m, const std::string& key, std::vector<int64_t>& out
   if (!n) m.fail(key, "missing required context length (tokens, a number or a list)");
   const Range r = Range::between(1, 1LL << 32);
   out.clear();
-  if (n.IsSequence()) {
-    if (n.size() == 0) m.fail(key, "empty list; give at least one context length");
-    for (const auto& item : n) {
-      const double v = m.parse_number(item, key, r);
-      if (v != double(int64_t(v))) m.fail(key, "value " + item.Scalar() + " is not an integer");
-      out.push_back(int64_t(v));
-    }
-  } else {
-    YAML::Node holder;
-    holder[key] = n;
-    out.push_back(YamlMap(holder, m.file(), "").integer(key, r));
-  }
+  auto add = [&](const YAML::Node& item) {
+    const double v = m.parse_number(item, key, r);
+    if (v != double(int64_t(v))) m.fail(key, "value " + item.Scalar() + " is not an integer; allowed: " + r.describe());
+    out.push_back(int64_t(v));
+  };
+  if (!n.IsSequence()) return add(n);
+  if (n.size() == 0) m.fail(key, "empty list; give at least one context length");
+  for (const auto& item : n) add(item);
 }
 
 int64_t parse_batch(YamlMap& m, const std::string& key) {
@@ -102,12 +98,9 @@ void apply_set(const std::string& s, std::vector<PolicyChoice>& policies) {
     if (i < 0) {
       std::vector<std::string> names;
       for (const auto& ps : c.policy->params()) names.push_back(ps.name);
-      std::string msg = "policy '" + pname + "' has no parameter '" + param + "'";
-      if (auto g = did_you_mean(param, names); !g.empty()) msg += " (did you mean '" + g + "'?)";
-      std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      msg += "; its parameters: " + (list.empty() ? "(none)" : list);
-      throw_input_error(kCommandLine, 0, "--set", msg);
+      throw_input_error(kCommandLine, 0, "--set",
+                        "policy '" + pname + "' has no parameter '" + param + "'" + suggestion(param, names) +
+                            "; its parameters: " + join(names));
     }
     const ParamSpec& spec = c.policy->params()[size_t(i)];
     YamlMap vm = cli_map(param, value);
@@ -128,12 +121,9 @@ PolicyChoice parse_policy(const YAML::Node& n, const std::string& file, const st
   PolicyChoice c;
   c.policy = find_policy(name);
   if (!c.policy) {
-    const auto names = policy_names();
-    std::string msg = "unknown policy '" + name + "'";
-    if (auto g = did_you_mean(name, names); !g.empty()) msg += " (did you mean '" + g + "'?)";
-    std::string list;
-    for (const auto& nm : names) list += (list.empty() ? "" : ", ") + nm;
-    throw_input_error(file, line, field, msg + "; available: " + list);
+    throw_input_error(file, line, field,
+                      "unknown policy '" + name + "'" + suggestion(name, policy_names()) + "; available: " +
+                          join(policy_names()));
   }
   c.params = c.policy->defaults();
   if (n.IsMap()) {
@@ -189,7 +179,7 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Ove
   YamlMap w = top.map("workload");
   auto pick = [&](const std::string& key, const std::optional<std::string>& cli) -> YamlMap {
     w.node(key);  // the file's key is known even when overridden
-    return cli ? cli_map(key, *cli) : w;
+    return cli ? cli_map(key, *cli, "workload") : w;
   };
   {
     YamlMap m = pick("context_tokens", o.context);
@@ -224,7 +214,7 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Ove
   if (!s.workload.allow_long_context) {
     for (int64_t n : s.workload.context_tokens) {
       if (n > m.max_context) {
-        YamlMap where = o.context ? cli_map("context_tokens", *o.context) : w;
+        YamlMap where = o.context ? cli_map("context_tokens", *o.context, "workload") : w;
         where.fail("context_tokens", "value " + std::to_string(n) + " exceeds the max_context of model " + m.name +
                                          " (" + std::to_string(m.max_context) +
                                          "); allowed: 1 .. " + std::to_string(m.max_context) +

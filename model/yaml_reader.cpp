@@ -46,19 +46,19 @@ YAML::Node load_yaml_string(const std::string& text, const std::string& name) {
   }
 }
 
-YamlMap::YamlMap(const YAML::Node& node, std::string file, std::string prefix)
-    : node_(node), file_(std::move(file)), prefix_(std::move(prefix)) {
+YamlMap::YamlMap(const YAML::Node& node, std::string file, std::string prefix, bool has_lines)
+    : node_(node), file_(std::move(file)), prefix_(std::move(prefix)), has_lines_(has_lines) {
   if (!node_.IsMap()) {
-    throw_input_error(file_, kvsim::line_of(node_), prefix_.empty() ? "(document)" : prefix_,
+    throw_input_error(file_, node_line(node_), prefix_.empty() ? "(document)" : prefix_,
                       "expected a mapping of key: value pairs");
   }
 }
 
-int YamlMap::line() const { return kvsim::line_of(node_); }
+int YamlMap::line() const { return node_line(node_); }
 
 int YamlMap::line_of(const std::string& key) const {
   const YAML::Node n = node_[key];
-  const int l = n ? kvsim::line_of(n) : 0;
+  const int l = n ? node_line(n) : 0;
   return l > 0 ? l : line();
 }
 
@@ -87,11 +87,11 @@ double YamlMap::parse_number(const YAML::Node& n, const std::string& key, Range 
   const char* e = b + text.size();
   auto [p, ec] = std::from_chars(b, e, v);
   if (!n.IsScalar() || ec != std::errc() || p != e) {
-    throw_input_error(file_, n ? kvsim::line_of(n) : line(), field(key),
+    throw_input_error(file_, n ? node_line(n) : line(), field(key),
                       "value '" + text + "' is not a number; allowed: a number " + range.describe());
   }
   if (!std::isfinite(v) || !range.contains(v)) {
-    throw_input_error(file_, kvsim::line_of(n), field(key),
+    throw_input_error(file_, node_line(n), field(key),
                       "value " + text + " is out of range; allowed: " + range.describe());
   }
   return v;
@@ -137,12 +137,7 @@ std::string YamlMap::choice(const std::string& key, const std::vector<std::strin
   const std::string v = string(key, fallback);
   for (const auto& a : allowed)
     if (a == v) return v;
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  std::string msg = "value '" + v + "' is not allowed; allowed: " + list;
-  const std::string guess = did_you_mean(v, allowed);
-  if (!guess.empty()) msg += " (did you mean '" + guess + "'?)";
-  fail(key, msg);
+  fail(key, "value '" + v + "' is not allowed; allowed: " + join(allowed) + suggestion(v, allowed));
 }
 
 bool YamlMap::boolean(const std::string& key, std::optional<bool> fallback) {
@@ -171,20 +166,15 @@ void YamlMap::finish() const {
   std::vector<std::string> known(used_.begin(), used_.end());
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     const std::string key = it->first.as<std::string>();
-    const int line = kvsim::line_of(it->first);
+    const int line = node_line(it->first);
     if (seen.count(key)) {
       throw_input_error(file_, line, field(key),
                         "duplicate key (first given on line " + std::to_string(seen[key]) + ")");
     }
     seen[key] = line;
     if (!used_.count(key)) {
-      std::string msg = "unknown key";
-      const std::string guess = did_you_mean(key, known);
-      if (!guess.empty()) msg += " (did you mean '" + guess + "'?)";
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      msg += "; allowed here: " + list;
-      throw_input_error(file_, line, field(key), msg);
+      throw_input_error(file_, line, field(key),
+                        "unknown key" + suggestion(key, known) + "; allowed here: " + join(known));
     }
   }
 }

@@ -29,13 +29,17 @@ struct Range {
 YAML::Node load_yaml_file(const std::string& path);
 YAML::Node load_yaml_string(const std::string& text, const std::string& name);
 
+// 1-based line of a node, or 0 when yaml-cpp has none (a node built in code).
+int line_of(const YAML::Node& n);
+
 // Formats a number the way a user wrote it (no trailing zeros).
 std::string format_number(double v);
 
 class YamlMap {
  public:
   // `node` must be a mapping; `prefix` is the dotted path of this mapping ("" at top level).
-  YamlMap(const YAML::Node& node, std::string file, std::string prefix);
+  // `has_lines` is false for values that did not come from a file (command-line options).
+  YamlMap(const YAML::Node& node, std::string file, std::string prefix, bool has_lines = true);
 
   bool has(const std::string& key) const;
   double number(const std::string& key, Range range, std::optional<double> fallback = std::nullopt);
@@ -65,10 +69,9 @@ class YamlMap {
   YAML::Node node_;
   std::string file_;
   std::string prefix_;
+  bool has_lines_ = true;
   std::set<std::string> used_;
+  int node_line(const YAML::Node& n) const { return has_lines_ ? kvsim::line_of(n) : 0; }
 };
-
-// 1-based line of a node, or 0 when yaml-cpp has none (a node built in code).
-int line_of(const YAML::Node& n);
 
 }  // namespace kvsim

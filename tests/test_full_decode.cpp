@@ -131,7 +131,9 @@ TEST(Prefill, QuadraticAttentionTerm) {
   ASSERT_TRUE(a.feasible && b.feasible);
   EXPECT_GT(b.ttft_s / a.ttft_s, 8.0 * 1.5);
   for (const auto& p : b.prefill) {
-    if (p.phase.name == "prefill_attention" || p.phase.name == "prefill_gemm") EXPECT_EQ(p.bound, Bound::compute);
+    if (p.phase.name == "prefill_attention" || p.phase.name == "prefill_gemm") {
+      EXPECT_EQ(p.bound, Bound::compute) << p.phase.name;
+    }
   }
   // The attention FLOPs are exactly 4 d (+5 softmax) per causal score per head and layer.
   const auto& att = *std::find_if(b.prefill.begin(), b.prefill.end(),

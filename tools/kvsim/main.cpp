@@ -224,9 +224,9 @@ int main(int argc, char** argv) {
       }
       const Policy* p = find_policy(name);
       if (!p) {
-        std::string msg = "unknown policy '" + name + "'";
-        if (auto g = did_you_mean(name, policy_names()); !g.empty()) msg += " (did you mean '" + g + "'?)";
-        throw_input_error("command line", 0, "policy", msg);
+        throw_input_error("command line", 0, "policy",
+                          "unknown policy '" + name + "'" + suggestion(name, policy_names()) + "; available: " +
+                              join(policy_names()));
       }
       nlohmann::json j = {{"name", std::string(p->name())}, {"summary", std::string(p->summary())}};
       nlohmann::json params = nlohmann::json::array();
