@@ -191,8 +191,11 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Ove
     s.workload.batch = parse_batch(m, "batch");
   }
   s.workload.tensor_parallel = int(w.integer("tensor_parallel", Range::between(1, 64), 1));
-  s.workload.weight_dtype = parse_dtype_field(w, "weight_dtype", s.model.dtype);
-  s.workload.kv_dtype = parse_dtype_field(w, "kv_dtype", s.model.dtype);
+  // Default dtype: the model's, or fp16 where the GPU has no tensor cores for it (bf16 models run in
+  // fp16 on Volta, as serving engines do). An explicit unsupported weight_dtype is still an error.
+  const DType native = s.gpu.tensor_peak(s.model.dtype) > 0 ? s.model.dtype : DType::fp16;
+  s.workload.weight_dtype = parse_dtype_field(w, "weight_dtype", native);
+  s.workload.kv_dtype = parse_dtype_field(w, "kv_dtype", native);
   s.workload.hbm_utilization = w.number("hbm_utilization", Range{0, 1, true}, 0.9);
   s.workload.prefill_chunk_tokens = w.integer("prefill_chunk_tokens", Range::between(1, 1LL << 32), 8192);
   s.workload.cuda_graphs = w.boolean("cuda_graphs", true);

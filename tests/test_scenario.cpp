@@ -132,6 +132,15 @@ TEST(Scenario, Fp8NeedsHardwareSupport) {
   EXPECT_EQ(error_of(replace(kGood, "batch: max", "batch: max\n  weight_dtype: fp8")), "");
 }
 
+TEST(Scenario, Bf16ModelsDefaultToFp16WithoutBf16TensorCores) {
+  const std::string y = replace(kGood, "h100-sxm", "v100-32g");
+  const Scenario s = load_scenario(load_yaml_string(y, "s.yaml"), "s.yaml");
+  EXPECT_EQ(s.workload.weight_dtype, DType::fp16);
+  EXPECT_EQ(s.workload.kv_dtype, DType::fp16);
+  EXPECT_HAS(error_of(replace(y, "batch: max", "batch: max\n  weight_dtype: bf16")),
+             "workload.weight_dtype: value bf16 has no tensor-core peak on v100-32g");
+}
+
 TEST(Scenario, MissingAndDuplicateKeys) {
   EXPECT_HAS(error_of("model: llama-3.1-8b\nworkload: {context_tokens: 10}\n"), "hardware: missing required hardware");
   EXPECT_HAS(error_of(replace(kGood, "output_tokens: 1024", "output_tokens: 1024\n  output_tokens: 5")), "duplicate key");
