@@ -19,7 +19,7 @@ GpuSpec load_gpu(YamlMap m) {
   g.name = m.string("name");
   g.description = m.string("description", "");
   g.architecture = m.choice("architecture", {"volta", "turing", "ampere", "ada", "hopper", "blackwell"});
-  g.default_host = m.string("default_host");
+  g.default_host = m.string("default_host", "");  // optional: a scenario may name the host itself
   {
     auto mem = m.map("memory");
     g.hbm_capacity_bytes = mem.number("capacity_gib", Range::positive(4096)) * kGiB;

@@ -10,7 +10,8 @@
 namespace kvsim {
 
 struct GpuSpec {
-  std::string name, description, architecture, default_host;
+  std::string name, description, architecture;
+  std::string default_host;  // "" = none; then a scenario must name its host
   double hbm_capacity_bytes = 0;
   double hbm_bandwidth = 0;          // bytes/s
   double tensor_fp16 = 0, tensor_bf16 = 0, tensor_fp8 = 0;  // FLOP/s, dense; 0 = not supported

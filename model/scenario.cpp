@@ -166,6 +166,9 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Ove
   s.gpu = gpu_entry(hw, src);
 
   YAML::Node hn = entry_node("host", o.host, src);
+  if (!hn && s.gpu.default_host.empty()) {
+    top.fail("host", "missing host, and hardware " + s.gpu.name + " names no default_host; give `host:` (see `kvsim host list`)");
+  }
   s.host = hn ? host_entry(hn, src) : host_entry(YAML::Node(s.gpu.default_host), s.gpu.name + " (default_host)");
 
   YAML::Node mn = entry_node("model", o.model, src);

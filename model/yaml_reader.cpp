@@ -165,8 +165,12 @@ void YamlMap::finish() const {
   std::map<std::string, int> seen;
   std::vector<std::string> known(used_.begin(), used_.end());
   for (auto it = node_.begin(); it != node_.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
     const int line = node_line(it->first);
+    if (!it->first.IsScalar()) {
+      throw_input_error(file_, line, prefix_.empty() ? "(document)" : prefix_,
+                        "a key must be plain text, not a list or mapping");
+    }
+    const std::string key = it->first.Scalar();
     if (seen.count(key)) {
       throw_input_error(file_, line, field(key),
                         "duplicate key (first given on line " + std::to_string(seen[key]) + ")");

@@ -141,11 +141,29 @@ TEST(Scenario, Bf16ModelsDefaultToFp16WithoutBf16TensorCores) {
              "workload.weight_dtype: value bf16 has no tensor-core peak on v100-32g");
 }
 
+TEST(Scenario, InlineHardwareWithoutDefaultHostNeedsAHost) {
+  std::string gpu_yaml;
+  {
+    std::ifstream in(library_dir() + "/hardware/a40.yaml");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    gpu_yaml = ss.str();
+  }
+  std::string inline_gpu;  // the file indented under `hardware:`, without its default_host
+  std::istringstream lines(gpu_yaml);
+  for (std::string l; std::getline(lines, l);)
+    if (l.rfind("default_host", 0) != 0) inline_gpu += "  " + l + "\n";
+  const std::string y = "hardware:\n" + inline_gpu + "model: llama-3.1-8b\nworkload: {context_tokens: 4096}\n";
+  EXPECT_HAS(error_of(y), "host: missing host, and hardware a40 names no default_host");
+  EXPECT_EQ(error_of(y + "host: ci-2core\n"), "");
+}
+
 TEST(Scenario, MissingAndDuplicateKeys) {
   EXPECT_HAS(error_of("model: llama-3.1-8b\nworkload: {context_tokens: 10}\n"), "hardware: missing required hardware");
   EXPECT_HAS(error_of(replace(kGood, "output_tokens: 1024", "output_tokens: 1024\n  output_tokens: 5")), "duplicate key");
   EXPECT_HAS(error_of("hardware: [1, 2\n"), "s.yaml:");
   EXPECT_HAS(error_of("- a\n- b\n"), "expected a mapping");
+  EXPECT_HAS(error_of(std::string(kGood) + "[x, y]: 1\n"), "s.yaml:10: (document): a key must be plain text");
 }
 
 TEST(Scenario, CommandLineOverridesAreCheckedTheSameWay) {
