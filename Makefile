@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine (Debian, root or sudo):
 #   make run    install what is missing, build, run the default planning job
 #   make test   install what is missing, build, run every test
+MAKEFLAGS += --no-print-directory
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
