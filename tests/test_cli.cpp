@@ -108,3 +108,35 @@ TEST(Cli, LibraryCommands) {
   r = test::run_kvsim("policy list");
   EXPECT_NE(r.out.find("full"), std::string::npos);
 }
+
+// Every bad-input class of the scenario format, through the binary: exit status 2, one line naming
+// the file, line and field, and nothing on standard output.
+TEST(Cli, EveryBadInputClassExitsTwoWithItsMessage) {
+  const std::string good =
+      "hardware: h100-sxm\nmodel: llama-3.1-8b\nworkload:\n  context_tokens: 4096\n  output_tokens: 128\n  batch: max\n";
+  struct Case {
+    std::string from, to, expect;
+  };
+  const std::vector<Case> cases = {
+      {"output_tokens", "outptu_tokens", ":5: workload.outptu_tokens: unknown key (did you mean 'output_tokens'?)"},
+      {"batch: max", "batch: 0", ":6: workload.batch: value 0 is out of range"},
+      {"batch: max", "batch: many", ":6: workload.batch: value 'many' is not a number"},
+      {"context_tokens: 4096", "context_tokens: 200000", ":4: workload.context_tokens: value 200000 exceeds the max_context"},
+      {"hardware: h100-sxm", "hardware: h100-smx", ":1: hardware: unknown hardware 'h100-smx' (did you mean 'h100-sxm'?)"},
+      {"model: llama-3.1-8b", "model: llama3.1-8b", ":2: model: unknown model 'llama3.1-8b' (did you mean 'llama-3.1-8b'?)"},
+      {"batch: max", "batch: max\npolicies: [ful]", ":7: policies[0]: unknown policy 'ful' (did you mean 'full'?)"},
+      {"hardware: h100-sxm",
+       "hardware: {name: x, architecture: hopper, memory: {capacity_gib: 80, bandwidth_gbs: -1}}",
+       ":1: hardware.memory.bandwidth_gbs: value -1 is out of range; allowed: > 0"},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    std::string y = good;
+    y.replace(y.find(c.from), c.from.size(), c.to);
+    const std::string path = test::write_temp("bad_" + std::to_string(i++) + ".yaml", y);
+    const auto r = test::run_kvsim("plan " + path + " --format json");
+    EXPECT_EQ(r.exit_code, 2) << y;
+    EXPECT_NE(r.out.find("kvsim: error: " + path + c.expect), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\"schema\""), std::string::npos) << "no partial output on error";
+  }
+}
