@@ -6,6 +6,12 @@ std::vector<double> capacities(const Machine& m) {
   return {m.tensor, m.simt, m.host_compute, m.hbm, m.dram, m.h2d, m.d2h, m.link};
 }
 
+const std::vector<std::string>& resource_names() {
+  static const std::vector<std::string> names = {"gpu tensor cores", "gpu cuda cores", "host cpu", "hbm",
+                                                 "host dram", "pcie h2d", "pcie d2h", "gpu link"};
+  return names;
+}
+
 SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   const Efficiency& e = (*m.calibration)[p.kind];
   SimPhase s;

@@ -3,6 +3,7 @@
 // reaches half of HBM bandwidth moves twice its bytes of "ideal" HBM capacity. So a phase alone takes
 // exactly its roofline time (model/roofline.hpp), and phases that overlap share the real ceilings.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "model/phase.hpp"
@@ -14,6 +15,7 @@ namespace kvsim::sim {
 enum class Resource { tensor, simt, host_compute, hbm, dram, h2d, d2h, link, count };
 
 std::vector<double> capacities(const Machine& m);
+const std::vector<std::string>& resource_names();  // "tensor", "simt", ..., in Resource order
 SimPhase to_sim_phase(const Phase& p, const Machine& m);
 
 }  // namespace kvsim::sim

@@ -140,3 +140,33 @@ TEST(Cli, EveryBadInputClassExitsTwoWithItsMessage) {
     EXPECT_EQ(r.out.find("\"schema\""), std::string::npos) << "no partial output on error";
   }
 }
+
+// --timeline writes a trace-event file whose slices on each resource track cover the decode step.
+TEST(Cli, TimelineIsAChromeTraceOfTheDecodeStep) {
+  const std::string path = std::string(::testing::TempDir()) + "timeline.json";
+  std::filesystem::remove(path);
+  const auto r = test::run_kvsim("plan scenarios/example.yaml --batch 1 --format json --timeline " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto plan = nlohmann::json::parse(r.out);
+  std::ifstream in(path);
+  const auto trace = nlohmann::json::parse(in);
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  // Process 1 is the first result; its phases run back to back, so the last slice ends at TPOT.
+  double end_us = 0;
+  int slices = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["pid"] != 1) continue;
+    ++slices;
+    end_us = std::max(end_us, e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  EXPECT_GT(slices, 6);
+  // The attention slice on the HBM track runs HBM at full rate (it is HBM-bound at batch 1).
+  bool saw = false;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["pid"] == 1 && e["name"] == "attention" && e["tid"] == 4) {
+      EXPECT_NEAR(e["args"]["utilization"].get<double>(), 1.0, 1e-9);
+      saw = true;
+    }
+  EXPECT_TRUE(saw);
+  EXPECT_NEAR(end_us / 1e3, plan["results"][0]["tpot_ms"].get<double>(), 1e-6);
+}

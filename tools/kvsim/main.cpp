@@ -14,6 +14,8 @@
 #include "model/report.hpp"
 #include "model/scenario.hpp"
 #include "model/units.hpp"
+#include "sim/resources.hpp"
+#include "sim/timeline.hpp"
 #include "tools/kvsim/host_probe.hpp"
 
 #ifndef KVSIM_VERSION
@@ -32,8 +34,10 @@ void emit(const std::string& text, const std::string& out_path) {
   }
 }
 
+nlohmann::json timeline_json(const Deployment& d, const std::vector<PlanResult>& results);
+
 struct PlanOptions {
-  std::string scenario, format = "table", out;
+  std::string scenario, format = "table", out, timeline;
   Overrides o;
   std::string hardware, host, model, calibration, context, output, batch;
 };
@@ -58,10 +62,33 @@ int run_plan(PlanOptions& p) {
       results.push_back(evaluate(dp));
     }
   }
+  if (!p.timeline.empty()) write_file_atomic(p.timeline, timeline_json(d, results).dump() + "\n");
   if (p.format == "json") emit(plan_json(s, results).dump(2) + "\n", p.out);
   else if (p.format == "csv") emit(plan_csv(s, results), p.out);
   else emit(plan_table(s, results), p.out);
   return 0;
+}
+
+// The mean decode step of every feasible result, simulated as a single-stream phase chain.
+nlohmann::json timeline_json(const Deployment& d, const std::vector<PlanResult>& results) {
+  nlohmann::json events = nlohmann::json::array();
+  const auto cap = sim::capacities(d.machine);
+  int pid = 0;
+  for (const PlanResult& r : results) {
+    ++pid;
+    if (!r.feasible) continue;
+    sim::StepGraph g(cap.size());
+    size_t prev = SIZE_MAX;
+    for (const PhaseResult& p : r.decode) {
+      const size_t id = g.add_phase(sim::to_sim_phase(p.phase, d.machine));
+      if (prev != SIZE_MAX) g.add_edge(prev, id);
+      prev = id;
+    }
+    const std::string label = std::string(r.policy->name()) + " decode step, context " +
+                              std::to_string(r.context_tokens) + ", batch " + std::to_string(r.batch);
+    sim::append_timeline(events, pid, label, g, g.run(cap), cap, sim::resource_names());
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
 
 void list_kind(LibraryKind k) {
@@ -151,6 +178,8 @@ int main(int argc, char** argv) {
   cmd_plan->add_option("scenario", plan.scenario, "scenario YAML (default: scenarios/default.yaml)");
   cmd_plan->add_option("--format", plan.format, "output format")->check(CLI::IsMember({"table", "json", "csv"}));
   cmd_plan->add_option("-o,--out", plan.out, "write to FILE (atomically) instead of standard output");
+  cmd_plan->add_option("--timeline", plan.timeline,
+                       "write the decode step of each result as a Chrome trace-event JSON (open in Perfetto)");
   cmd_plan->add_option("--hardware", plan.hardware, "GPU: a name from `kvsim hardware list` or a YAML path");
   cmd_plan->add_option("--host", plan.host, "host: a name from `kvsim host list` or a YAML path");
   cmd_plan->add_option("--model", plan.model, "model: a name from `kvsim model list` or a YAML path");
