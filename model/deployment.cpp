@@ -7,10 +7,16 @@ namespace kvsim {
 double Deployment::kv_bytes_per_token() const { return 2.0 * model->layers * hkv * model->head_dim * bkv; }
 
 double Deployment::weight_bytes() const {
-  // Norm weights are replicated on every GPU; everything else is split (the vocabulary too).
+  // From the per-GPU shapes: q and o split by query heads, k and v by KV heads (replicated, one per
+  // GPU, when there are fewer KV heads than GPUs), the MLP by FFN width, embedding and LM head by
+  // vocabulary; norm weights replicated.
   const ModelConfig& m = *model;
-  const double norms = 2.0 * m.hidden * m.layers + m.hidden;
-  return ((m.total_params() - norms) / tp + norms) * bw;
+  const double h = m.hidden, d = m.head_dim;
+  const double attn = h * hq * d + 2 * h * hkv * d + hq * d * h + (m.qkv_bias ? (hq + 2 * hkv) * d : 0.0);
+  const double mlp = 3 * h * ffn;
+  const double vocab_tables = (m.tied_embeddings ? 1.0 : 2.0) * vocab * h;
+  const double norms = 2.0 * h * m.layers + h;
+  return (m.layers * (attn + mlp) + vocab_tables + norms) * bw;
 }
 
 Deployment make_deployment(const ModelConfig& m, const GpuSpec& g, const HostSpec& h, int tp,
@@ -35,7 +41,7 @@ Deployment make_deployment(const ModelConfig& m, const GpuSpec& g, const HostSpe
   d.bw = bytes_of(weight_dtype);
   d.bkv = bytes_of(kv_dtype);
   d.ba = bytes_of(d.act_dtype);
-  d.machine = make_machine(g, h, weight_dtype, cuda_graphs, cal);
+  d.machine = make_machine(g, h, weight_dtype, d.act_dtype, cuda_graphs, cal);
   return d;
 }
 

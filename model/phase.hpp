@@ -11,8 +11,10 @@ namespace kvsim {
 // Which processor runs a phase (the JSON field `device`).
 enum class Device { gpu, cpu, pcie };
 
-// Which compute ceiling a phase's FLOPs run against.
-enum class ComputeUnit { tensor, simt, host };
+// Which compute ceiling a phase's FLOPs run against: `tensor` is the tensor-core peak of the weight
+// dtype (weight GEMMs), `tensor_act` that of the activation dtype (attention: q.k and p.v run in
+// 16-bit even when the weights are fp8), `simt` the CUDA cores, `host` the CPU.
+enum class ComputeUnit { tensor, tensor_act, simt, host };
 
 // The kind of kernel behind a phase. Efficiencies are calibrated per kind (calibration.hpp), because a
 // GEMM and an attention kernel reach different fractions of the same peak.

@@ -2,10 +2,12 @@
 
 namespace kvsim {
 
-Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, bool cuda_graphs,
+Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, DType act_dtype, bool cuda_graphs,
                      const Calibration& cal) {
   Machine m;
   m.tensor = gpu.tensor_peak(gemm_dtype);
+  // A 16-bit activation dtype the GPU lacks (bf16 on Volta) runs as fp16.
+  m.tensor_act = gpu.tensor_peak(act_dtype) > 0 ? gpu.tensor_peak(act_dtype) : gpu.tensor_fp16;
   m.simt = gpu.fp32;
   m.host_compute = host.fp32;
   m.hbm = gpu.hbm_bandwidth;
@@ -24,6 +26,7 @@ PhaseTime roofline(const Phase& p, const Machine& m) {
   double peak = 0;
   switch (p.unit) {
     case ComputeUnit::tensor: peak = m.tensor * e[Ceiling::tensor]; break;
+    case ComputeUnit::tensor_act: peak = m.tensor_act * e[Ceiling::tensor]; break;
     case ComputeUnit::simt: peak = m.simt * e[Ceiling::simt]; break;
     case ComputeUnit::host: peak = m.host_compute * e[Ceiling::host_compute]; break;
   }

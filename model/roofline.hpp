@@ -14,7 +14,8 @@ namespace kvsim {
 
 // The ceilings of one GPU server for one configuration, in bytes/s and FLOP/s, before efficiency.
 struct Machine {
-  double tensor = 0;        // GPU tensor-core peak for the GEMM dtype
+  double tensor = 0;        // GPU tensor-core peak for the weight (GEMM) dtype
+  double tensor_act = 0;    // GPU tensor-core peak for the activation dtype (attention)
   double simt = 0;          // GPU CUDA-core fp32 peak
   double host_compute = 0;  // CPU fp32 peak, all cores
   double hbm = 0, dram = 0, h2d = 0, d2h = 0;
@@ -23,9 +24,9 @@ struct Machine {
   const Calibration* calibration = nullptr;
 };
 
-// `gemm_dtype` selects the tensor peak (the weight dtype; fp8 needs hardware fp8 support, checked by
-// the caller). `cuda_graphs` chooses the per-kernel latency.
-Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, bool cuda_graphs,
+// `gemm_dtype` selects the weight-GEMM tensor peak (fp8 needs hardware fp8 support, checked by the
+// caller), `act_dtype` the attention one. `cuda_graphs` chooses the per-kernel latency.
+Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, DType act_dtype, bool cuda_graphs,
                      const Calibration& cal);
 
 struct PhaseTime {

@@ -56,7 +56,7 @@ void add_decode_dense_phases(const Deployment& d, double B, PhaseList& out) {
 void add_dense_attention(const Deployment& d, double B, double n, PhaseList& out) {
   const ModelConfig& m = *d.model;
   const double L = m.layers, hd = m.head_dim;
-  Phase a{"attention", PhaseKind::attention, Device::gpu, ComputeUnit::tensor, {}};
+  Phase a{"attention", PhaseKind::attention, Device::gpu, ComputeUnit::tensor_act, {}};
   // q.k and p.v for every query head over n tokens: 4 n d FLOPs per head, plus softmax (~5 per score).
   a.work.flops = L * B * d.hq * n * (4 * hd + 5);
   // Each KV head's n keys and values are read once per sequence (GQA: shared by its query group);
@@ -80,7 +80,7 @@ void add_prefill_phases(const Deployment& d, double n, PhaseList& out) {
   g.work.launches = chunks * L * 5;
   out.push_back(g);
   // Causal attention: query i attends to i keys, sum = n (n + 1) / 2 scores per head.
-  Phase a{"prefill_attention", PhaseKind::prefill_attention, Device::gpu, ComputeUnit::tensor, {}};
+  Phase a{"prefill_attention", PhaseKind::prefill_attention, Device::gpu, ComputeUnit::tensor_act, {}};
   const double scores = n * (n + 1) / 2;
   a.work.flops = L * d.hq * scores * (4 * hd + 5);
   // KV written once; chunk j (1-based) rereads the KV of the j chunks up to and including itself.

@@ -23,6 +23,8 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   };
   switch (p.unit) {
     case ComputeUnit::tensor: put(Resource::tensor, p.work.flops, Ceiling::tensor); break;
+    // Same tensor cores at another rate: count the FLOPs in time-equivalent units of the GEMM rate.
+    case ComputeUnit::tensor_act: put(Resource::tensor, p.work.flops * (m.tensor / m.tensor_act), Ceiling::tensor); break;
     case ComputeUnit::simt: put(Resource::simt, p.work.flops, Ceiling::simt); break;
     case ComputeUnit::host: put(Resource::host_compute, p.work.flops, Ceiling::host_compute); break;
   }

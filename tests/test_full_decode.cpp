@@ -124,6 +124,25 @@ TEST(FullDecode, TensorParallelAddsAllReduceAndCutsPerGpuWork) {
   EXPECT_GT(b.memory.max_batch, 2 * a.memory.max_batch);  // half the weights and half the KV per GPU
 }
 
+// fp8 weights speed up the weight GEMMs, not attention: q.k and p.v stay 16-bit.
+TEST(Prefill, Fp8WeightsDoNotSpeedUpAttention) {
+  const ModelConfig m = test::model("llama-3.1-8b");
+  const GpuSpec g = test::gpu("h100-sxm");
+  const HostSpec h = test::host("sapphire-rapids-2s");
+  Calibration cal;
+  const Policy* full = find_policy("full");
+  const ParamValues params = full->defaults();
+  auto phase_ms = [&](DType w, const char* name) {
+    const Deployment d = make_deployment(m, g, h, 1, w, DType::bf16, 0.9, 8192, true, cal);
+    const PlanResult r = evaluate(DesignPoint{&d, full, &params, 65536, 16, 1});
+    for (const auto& p : r.prefill)
+      if (p.phase.name == name) return p.seconds;
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(phase_ms(DType::fp8, "prefill_attention"), phase_ms(DType::bf16, "prefill_attention"));
+  EXPECT_LT(phase_ms(DType::fp8, "prefill_gemm"), 0.6 * phase_ms(DType::bf16, "prefill_gemm"));
+}
+
 // Prefill grows faster than linearly in the prompt (the causal attention term) and is compute-bound.
 TEST(Prefill, QuadraticAttentionTerm) {
   Rig s("llama-3.1-8b", "h100-sxm");

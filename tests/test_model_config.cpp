@@ -38,4 +38,10 @@ TEST(Deployment, TensorParallelSplitsHeadsAndReplicatesScarceKvHeads) {
   EXPECT_DOUBLE_EQ(dep(8).hkv, 1.0);
   EXPECT_DOUBLE_EQ(dep(16).hkv, 1.0);  // 8 KV heads over 16 GPUs: each GPU keeps one (replicated)
   EXPECT_NEAR(dep(4).weight_bytes(), dep(1).weight_bytes() / 4, dep(1).weight_bytes() * 1e-3);
+  EXPECT_DOUBLE_EQ(dep(1).weight_bytes(), m.total_params() * 2);
+  // At tp 16 each GPU holds one whole KV head (1/8 of K and V, not 1/16): 2 h d more per layer than
+  // an even split.
+  const double even_split = (m.total_params() - (2.0 * m.hidden * m.layers + m.hidden)) / 16 + 2.0 * m.hidden * m.layers + m.hidden;
+  const double kv_extra = m.layers * 2.0 * m.hidden * m.head_dim * (1.0 - 8.0 / 16);
+  EXPECT_NEAR(dep(16).weight_bytes(), (even_split + kv_extra) * 2, 1.0);
 }
