@@ -46,7 +46,7 @@ void add_decode_dense_phases(const Deployment& d, double B, PhaseList& out) {
     Phase ar{"allreduce", PhaseKind::allreduce, Device::gpu, ComputeUnit::simt, {}};
     const double buf = B * h * d.ba;
     ar.work.link_bytes = L * 2 * buf * 2.0 * (d.tp - 1) / d.tp;
-    ar.work.flops = L * 2 * B * h * (d.tp - 1) / d.tp * 2;
+    ar.work.flops = L * 2 * B * h * (d.tp - 1) / d.tp;  // the reduce-scatter half adds; the gather copies
     ar.work.hbm_bytes = L * 2 * buf * 3;
     ar.work.launches = 2 * L;
     out.push_back(ar);
@@ -74,7 +74,7 @@ void add_prefill_phases(const Deployment& d, double n, PhaseList& out) {
   // Weight GEMMs: every chunk reads the weights once; compute is 2 x tokens x params.
   const double per_layer_weights = h * (d.hq + 2 * d.hkv) * hd + d.hq * hd * h + 3 * h * d.ffn;
   Phase g{"prefill_gemm", PhaseKind::gemm, Device::gpu, ComputeUnit::tensor, {}};
-  g.work.flops = L * 2 * n * per_layer_weights;
+  g.work.flops = L * (2 * n * per_layer_weights + 4 * n * d.ffn);  // GEMMs + SiLU(gate)*up, as in decode
   g.work.hbm_bytes = L * (chunks * per_layer_weights * d.bw +
                           n * (2 * h + (d.hq + 2 * d.hkv) * hd + d.hq * hd + 5 * d.ffn) * d.ba);
   g.work.launches = chunks * L * 5;
@@ -101,6 +101,7 @@ void add_prefill_phases(const Deployment& d, double n, PhaseList& out) {
     Phase ar{"prefill_allreduce", PhaseKind::allreduce, Device::gpu, ComputeUnit::simt, {}};
     const double buf = n * h * d.ba;
     ar.work.link_bytes = L * 2 * buf * 2.0 * (d.tp - 1) / d.tp;
+    ar.work.flops = L * 2 * n * h * (d.tp - 1) / d.tp;
     ar.work.hbm_bytes = L * 2 * buf * 3;
     ar.work.launches = chunks * 2 * L;
     out.push_back(ar);
