@@ -98,13 +98,7 @@ TEST(Scenario, WrongTypesAndRanges) {
 }
 
 TEST(Scenario, NegativeBandwidthInInlineHardware) {
-  std::string gpu_yaml;
-  {
-    std::ifstream in(library_dir() + "/hardware/h100-sxm.yaml");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    gpu_yaml = ss.str();
-  }
+  const std::string gpu_yaml = test::read_text(library_dir() + "/hardware/h100-sxm.yaml");
   const std::string bad = replace(gpu_yaml, "bandwidth_gbs: 3350", "bandwidth_gbs: -3350");
   try {
     load_gpu(YamlMap(load_yaml_string(bad, "gpu.yaml"), "gpu.yaml", ""));
@@ -142,13 +136,7 @@ TEST(Scenario, Bf16ModelsDefaultToFp16WithoutBf16TensorCores) {
 }
 
 TEST(Scenario, InlineHardwareWithoutDefaultHostNeedsAHost) {
-  std::string gpu_yaml;
-  {
-    std::ifstream in(library_dir() + "/hardware/a40.yaml");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    gpu_yaml = ss.str();
-  }
+  const std::string gpu_yaml = test::read_text(library_dir() + "/hardware/a40.yaml");
   std::string inline_gpu;  // the file indented under `hardware:`, without its default_host
   std::istringstream lines(gpu_yaml);
   for (std::string l; std::getline(lines, l);)
