@@ -120,7 +120,30 @@ SimTiming StepGraph::run(const std::vector<double>& cap) const {
     }
     start_all(ready);
   }
-  for (double f : t.finish) t.makespan = std::max(t.makespan, f);
+  size_t last = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (t.finish[i] > t.makespan) t.makespan = t.finish[i], last = i;
+  t.utilization.assign(resources_, 0.0);
+  if (t.makespan > 0)
+    for (size_t r = 0; r < resources_; ++r) {
+      double moved = 0;
+      for (const SimPhase& p : phases_) moved += p.amount[r];
+      t.utilization[r] = moved / (cap[r] * t.makespan);
+    }
+  // Walk back from the last phase to finish through the predecessor that finished last (the one that
+  // released it): the chain of dependencies that sets the makespan.
+  if (n > 0) {
+    for (size_t i = last;;) {
+      t.critical_path.push_back(i);
+      auto [e, end] = boost::in_edges(i, graph_);
+      if (e == end) break;
+      size_t pred = boost::source(*e, graph_);
+      for (; e != end; ++e)
+        if (t.finish[boost::source(*e, graph_)] > t.finish[pred]) pred = boost::source(*e, graph_);
+      i = pred;
+    }
+    std::reverse(t.critical_path.begin(), t.critical_path.end());
+  }
   return t;
 }
 

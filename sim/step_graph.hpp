@@ -22,6 +22,8 @@ struct SimPhase {
 struct SimTiming {
   double makespan = 0;
   std::vector<double> start, finish;  // per phase, seconds
+  std::vector<double> utilization;    // per resource: amount moved / (capacity x makespan), in [0, 1]
+  std::vector<size_t> critical_path;  // phases from a source to the last to finish, each released by the one before
 };
 
 class StepGraph {

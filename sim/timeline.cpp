@@ -6,7 +6,10 @@ void append_timeline(nlohmann::json& events, int pid, const std::string& label, 
                      const SimTiming& t, const std::vector<double>& capacity,
                      const std::vector<std::string>& resource_names) {
   using nlohmann::json;
+  std::string critical;
+  for (size_t i : t.critical_path) critical += (critical.empty() ? "" : " -> ") + g.phase(i).name;
   events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", label}}}});
+  events.push_back({{"ph", "M"}, {"name", "process_labels"}, {"pid", pid}, {"args", {{"labels", "critical path: " + critical}}}});
   const int launch_tid = 0;
   events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", launch_tid}, {"args", {{"name", "launch"}}}});
   for (size_t r = 0; r < resource_names.size(); ++r)

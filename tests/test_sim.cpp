@@ -65,6 +65,23 @@ TEST(FairShare, RandomInstancesAreFeasibleAndMaxMinOptimal) {
   }
 }
 
+// Utilization is the moved amount over capacity x makespan; the critical path follows the dependency
+// chain that releases the last phase, not phases that ran beside it.
+TEST(StepGraph, UtilizationAndCriticalPath) {
+  StepGraph g(2);
+  const size_t load = g.add_phase({"load", 0, {0, 2}});       // 2 s on the link
+  const size_t attend = g.add_phase({"attend", 0, {3, 0}});   // 3 s of compute, after load
+  const size_t side = g.add_phase({"side", 0, {1, 0}});       // independent, shares compute with attend
+  g.add_edge(load, attend);
+  const auto t = g.run({1, 1});
+  // side runs alone on compute during [0,1] (load is on the link), attend starts at 2 alone: makespan 5.
+  EXPECT_NEAR(t.finish[side], 1, 1e-12);
+  EXPECT_NEAR(t.makespan, 5, 1e-12);
+  EXPECT_NEAR(t.utilization[0], 4.0 / 5, 1e-12);
+  EXPECT_NEAR(t.utilization[1], 2.0 / 5, 1e-12);
+  EXPECT_EQ(t.critical_path, (std::vector<size_t>{load, attend}));
+}
+
 TEST(StepGraph, APhaseAloneTakesItsRoofline) {
   StepGraph g(2);
   g.add_phase({"p", 3e-6, {4e12, 2e9}});  // 4 TFLOP at 1000 TFLOP/s = 4 ms; 2 GB at 2 TB/s = 1 ms
