@@ -145,11 +145,30 @@ nlohmann::json model_json(const ModelConfig& m) {
           {"kv_bytes_per_token", m.kv_bytes_per_token(bytes_of(m.dtype))}};
 }
 
-// Prints a flat JSON object as aligned "key: value" lines for people.
+// Prints a flat JSON object (SI units, as --format json gives it) as aligned lines for people, in
+// the units the library files use: bytes as GiB, rates as GB/s, FLOP/s as TFLOP/s, seconds as us.
 void print_kv(const nlohmann::json& j) {
+  auto ends_with = [](const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
   for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
     std::string v = it->is_string() ? it->get<std::string>() : it->dump();
-    std::printf("%-26s %s\n", it.key().c_str(), v.c_str());
+    if (it->is_number()) {
+      const double x = it->get<double>();
+      char buf[64];
+      if (ends_with(k, "_bytes_s")) std::snprintf(buf, sizeof buf, "%.1f GB/s", x / kGB);
+      else if (ends_with(k, "_flops") && x >= kTFLOP) std::snprintf(buf, sizeof buf, "%.1f TFLOP/s", x / kTFLOP);
+      else if (ends_with(k, "_flops")) std::snprintf(buf, sizeof buf, "%.1f GFLOP/s", x / kGFLOP);
+      else if (k == "kv_bytes_per_token") std::snprintf(buf, sizeof buf, "%.0f B (%.1f KiB)", x, x / 1024);
+      else if (ends_with(k, "_bytes") && x >= kGiB) std::snprintf(buf, sizeof buf, "%.2f GiB", x / kGiB);
+      else if (ends_with(k, "_bytes")) std::snprintf(buf, sizeof buf, "%.1f MiB", x / (1024.0 * 1024.0));
+      else if (ends_with(k, "_s")) std::snprintf(buf, sizeof buf, "%.2f us", x / kUs);
+      else if (k == "params") std::snprintf(buf, sizeof buf, "%.3f B", x / 1e9);
+      else std::snprintf(buf, sizeof buf, "%.10g", x);
+      v = buf;
+    }
+    std::printf("%-26s %s\n", k.c_str(), v.c_str());
   }
 }
 
