@@ -43,6 +43,16 @@ Calibration load_calibration(YamlMap m) {
   } else {
     m.node("phases");
   }
+  if (m.has("gather_half_run_bytes")) {
+    YamlMap g = m.map("gather_half_run_bytes");
+    for (const Ceiling cl : {Ceiling::hbm, Ceiling::dram, Ceiling::h2d, Ceiling::d2h}) {
+      const std::string key(kCeilingNames[size_t(cl)]);
+      c.half_run_bytes[size_t(cl)] = g.number(key, Range{0, 1e9, false}, 0.0);
+    }
+    g.finish();
+  } else {
+    m.node("gather_half_run_bytes");
+  }
   m.finish();
   c.calibrated = false;
   for (const auto& e : c.per_kind)

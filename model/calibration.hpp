@@ -25,9 +25,21 @@ struct Calibration {
   std::string description = "uncalibrated: every efficiency 1.0 (the roofline bound)";
   bool calibrated = false;  // false when every efficiency is the ideal 1.0
   std::array<Efficiency, size_t(PhaseKind::count)> per_kind;  // defaults merged with overrides
+  // Gather granularity: a gather whose contiguous runs are `run` bytes long reaches
+  //   run / (run + half_run[c])
+  // of ceiling c's efficiency (half of it at run = half_run). It models the fixed cost per run — a
+  // DRAM burst and row activation, a PCIe transaction header and request round trip — that a
+  // streaming access amortizes and a token-granular gather does not. 0 = no penalty.
+  std::array<double, size_t(Ceiling::count)> half_run_bytes{};
 
   Calibration();  // all 1.0
   const Efficiency& operator[](PhaseKind k) const { return per_kind[size_t(k)]; }
+  // Efficiency of ceiling c for a phase of kind k whose gathers have runs of `run_bytes` (0 = none).
+  double efficiency(PhaseKind k, Ceiling c, double run_bytes) const {
+    const double e = per_kind[size_t(k)][c];
+    const double h = half_run_bytes[size_t(c)];
+    return run_bytes > 0 && h > 0 ? e * run_bytes / (run_bytes + h) : e;
+  }
 };
 
 Calibration load_calibration(YamlMap m);

@@ -42,6 +42,8 @@ GpuSpec load_gpu(YamlMap m) {
     g.pcie_lanes = static_cast<int>(p.integer("lanes", Range::between(1, 32)));
     g.h2d_pinned = p.number("h2d_pinned_gbs", Range::positive(1e4)) * kGB;
     g.d2h_pinned = p.number("d2h_pinned_gbs", Range::positive(1e4)) * kGB;
+    g.h2d_under_d2h = p.number("h2d_under_d2h_gbs", Range{0, g.h2d_pinned / kGB, true}, g.h2d_pinned / kGB) * kGB;
+    g.d2h_under_h2d = p.number("d2h_under_h2d_gbs", Range{0, g.d2h_pinned / kGB, true}, g.d2h_pinned / kGB) * kGB;
     p.finish();
   }
   if (m.has("nvlink")) {

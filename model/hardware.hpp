@@ -20,6 +20,9 @@ struct GpuSpec {
   double l2_bytes = 0;
   int pcie_generation = 0, pcie_lanes = 0;
   double h2d_pinned = 0, d2h_pinned = 0;      // bytes/s, measured or estimated
+  // Each direction's bandwidth while the other direction is also busy (PCIe is full duplex, but
+  // DMA engines and the root complex do not sustain both at full rate). Default: unidirectional.
+  double h2d_under_d2h = 0, d2h_under_h2d = 0;
   double nvlink_bandwidth = 0;                // bytes/s per direction; 0 = no NVLink
   double kernel_latency = 0;                  // s per kernel inside a CUDA graph
   double host_launch_latency = 0;             // s per kernel launched from the host without graphs

@@ -4,6 +4,7 @@
 // over the step: the roofline of L identical instances is L times the roofline of one.
 #pragma once
 #include <array>
+#include <cstdint>
 #include <string_view>
 
 namespace kvsim {
@@ -24,10 +25,18 @@ enum class PhaseKind {
   prefill_attention,
   elementwise,   // norms, RoPE, residual adds, activations, KV append
   allreduce,     // tensor-parallel all-reduce over NVLink or PCIe
+  score,         // a policy's scoring GEMV/GEMM against summaries, centroids or an observation window
+  select,        // top-k, quantile thresholds, hierarchical masking, index dedup
+  gather,        // index gathers and KV compaction (token- or block-granular copies inside one memory)
+  copy,          // host<->device transfers through pinned memory
+  host_kernel,   // CPU routines: rerank, sparse attention, partial-softmax work on the host
+  build,         // prefill-time state building: pooling, low-rank factorization, index construction
+  reconstruct,   // low-rank reconstruction of K, V on the GPU
   count
 };
 inline constexpr std::array<std::string_view, size_t(PhaseKind::count)> kPhaseKindNames = {
-    "gemm", "attention", "prefill_attention", "elementwise", "allreduce"};
+    "gemm",   "attention", "prefill_attention", "elementwise", "allreduce",  "score",
+    "select", "gather",    "copy",              "host_kernel", "build",      "reconstruct"};
 
 // What limits a phase's time: the largest term of its roofline.
 enum class Bound { compute, hbm, dram, h2d, d2h, interconnect, latency };
@@ -66,12 +75,29 @@ struct Work {
   double launches = 0;
 };
 
+// Where a phase runs in time. Phases on one stream run in order (like a CUDA stream or a CPU
+// thread pool working through a queue); phases on different streams may overlap unless a
+// dependency (`after`) orders them. The GPU's main stream also carries the dense transformer.
+enum class Stream : uint8_t { gpu = 0, gpu_side = 1, h2d = 2, d2h = 3, host = 4, count };
+
 struct Phase {
   std::string_view name;  // static text, e.g. "attention"
   PhaseKind kind;
   Device device;
   ComputeUnit unit;
   Work work;
+  // Contiguous bytes per run of a gather (a token's key row, a page, a sentence); 0 = streaming
+  // access. Gathers of short runs reach a lower fraction of each bandwidth (calibration.hpp).
+  double run_bytes = 0;
+  // The work is the total of `repeat` identical instances, one per layer (repeat = L) or one per
+  // step (repeat = 1). The simulator splits a per-layer phase into its layers.
+  double repeat = 1;
+  Stream stream = Stream::gpu;
+  // Extra dependencies inside one layer: indices into the policy's own phase list (-1 = none).
+  // Every policy phase of a layer already waits for that layer's q/k/v projection, and the output
+  // projection waits for every policy phase not marked `detached`.
+  std::array<int8_t, 3> after{-1, -1, -1};
+  bool detached = false;  // nothing waits for it inside the layer (an asynchronous update)
 };
 
 }  // namespace kvsim

@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "model/units.hpp"
+#include "sim/decode_graph.hpp"
+#include "sim/resources.hpp"
 
 namespace kvsim {
 
@@ -80,13 +82,35 @@ MemoryReport plan_memory(const DesignPoint& p, std::string* reason) {
   return r;
 }
 
+void decode_phase_lists(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
+                        PhaseList& policy_phases, PhaseList& dense_phases) {
+  pol.decode_attention(d, params, shape, policy_phases);
+  add_decode_dense_phases(d, shape.batch, dense_phases);
+}
+
+StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
+                       bool keep_phases) {
+  PhaseList policy_phases, dense;
+  policy_phases.reserve(12);
+  dense.reserve(8);
+  decode_phase_lists(d, pol, params, shape, policy_phases, dense);
+  StepResult r;
+  std::vector<PhaseResult>* out = keep_phases ? &r.phases : nullptr;
+  r.serial_seconds = sum_phases(d, policy_phases, "decode", out) + sum_phases(d, dense, "decode", out);
+  r.seconds = r.serial_seconds;
+  if (!sim::is_single_stream(policy_phases)) {
+    const sim::DecodeGraph g = sim::build_decode_graph(policy_phases, dense, d.model->layers, d.machine);
+    r.seconds = g.graph.run(sim::capacities(d.machine), sim::couplings(d.machine)).makespan;
+    r.simulated = true;
+  }
+  return r;
+}
+
 double decode_step_seconds(const Deployment& d, const Policy& pol, const ParamValues& params, double batch,
                            double context, std::vector<PhaseResult>* phases) {
-  PhaseList list;
-  list.reserve(12);
-  pol.decode_attention(d, params, batch, context, list);
-  add_decode_dense_phases(d, batch, list);
-  return sum_phases(d, list, "decode", phases);
+  StepResult r = decode_step(d, pol, params, StepShape{batch, context, 0}, phases != nullptr);
+  if (phases) *phases = std::move(r.phases);
+  return r.seconds;
 }
 
 PlanResult evaluate(const DesignPoint& p) {
@@ -112,7 +136,12 @@ PlanResult evaluate(const DesignPoint& p) {
   // TPOT: the mean decode step. Step j = 1..output-1 attends to context + j tokens; the mean attended
   // context is context + output/2, where a step time affine in context equals the mean step time.
   r.decode_context = double(p.context_tokens) + double(p.output_tokens) / 2.0;
-  r.tpot_s = decode_step_seconds(d, *p.policy, *p.params, B, r.decode_context, &r.decode);
+  StepResult step = decode_step(d, *p.policy, *p.params,
+                                StepShape{B, double(p.context_tokens), double(p.output_tokens) / 2.0});
+  r.tpot_s = step.seconds;
+  r.decode_serial_s = step.serial_seconds;
+  r.simulated = step.simulated;
+  r.decode = std::move(step.phases);
   r.throughput_tok_s = B / r.tpot_s / d.tp;
 
   std::array<double, 7> by_bound{};
@@ -122,6 +151,20 @@ PlanResult evaluate(const DesignPoint& p) {
     if (by_bound[i] > by_bound[best]) best = i;
   r.dominant = Bound(best);
   return r;
+}
+
+void compare_to_full(std::vector<PlanResult>& results, const std::vector<PlanResult>& full) {
+  for (PlanResult& r : results) {
+    r.speedup_vs_full = r.tpot_speedup_vs_full = r.kv_hbm_vs_full = 0;
+    if (!r.feasible) continue;
+    for (const PlanResult& f : full) {
+      if (f.context_tokens != r.context_tokens || !f.feasible) continue;
+      r.speedup_vs_full = r.throughput_tok_s / f.throughput_tok_s;
+      r.tpot_speedup_vs_full = f.tpot_s / r.tpot_s;
+      const double kv = r.memory.kv_hbm_bytes / double(r.batch), fkv = f.memory.kv_hbm_bytes / double(f.batch);
+      r.kv_hbm_vs_full = fkv > 0 ? kv / fkv : 0;
+    }
+  }
 }
 
 }  // namespace kvsim

@@ -43,9 +43,14 @@ struct PlanResult {
   double tpot_s = 0, ttft_s = 0;  // meaningful only when feasible
   double throughput_tok_s = 0;    // per GPU
   double decode_context = 0;      // the mean attended context the step was evaluated at
+  double decode_serial_s = 0;     // the decode phases' rooflines summed (no overlap); >= tpot_s
+  bool simulated = false;         // true when TPOT came from the discrete-event simulation
   Bound dominant = Bound::latency;
   MemoryReport memory;
   std::vector<PhaseResult> prefill, decode;
+  // Against full KV at the same context and batch setting (set by compare_to_full; 0 = no feasible
+  // reference): throughput ratio, TPOT ratio (full / this), HBM KV per sequence ratio (this / full).
+  double speedup_vs_full = 0, tpot_speedup_vs_full = 0, kv_hbm_vs_full = 0;
 };
 
 // Memory only: the per-tier footprint at `batch` (0 = max) and the max batch.
@@ -53,7 +58,25 @@ MemoryReport plan_memory(const DesignPoint& p, std::string* reason_if_none_fits)
 
 PlanResult evaluate(const DesignPoint& p);
 
-// Decode step time (seconds) at an explicit attended context, for tests and sweeps.
+// Fills the *_vs_full fields of each result from the full-KV result of the same context in `full`.
+void compare_to_full(std::vector<PlanResult>& results, const std::vector<PlanResult>& full);
+
+// One decode step: its time (seconds; simulated when the policy's phases use more than the GPU's main
+// stream, otherwise the exact sum of rooflines), the phases with their solo roofline times, and the
+// serial sum.
+struct StepResult {
+  double seconds = 0, serial_seconds = 0;
+  bool simulated = false;
+  std::vector<PhaseResult> phases;
+};
+StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
+                       bool keep_phases = true);
+
+// The decode and dense phases of a step, in the order the simulator lays them out (policy first).
+void decode_phase_lists(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
+                        PhaseList& policy_phases, PhaseList& dense_phases);
+
+// Decode step time (seconds) with a cache of `context` prompt tokens, for tests and sweeps.
 double decode_step_seconds(const Deployment& d, const Policy& pol, const ParamValues& params,
                            double batch, double context, std::vector<PhaseResult>* phases = nullptr);
 

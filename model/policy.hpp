@@ -21,6 +21,15 @@ struct ParamSpec {
   Range range;
   bool integer;
   std::string doc;  // meaning, unit and the seed section the default comes from
+  // A parameter with choices is written as one of these words; its value is the word's index.
+  std::vector<std::string> choices = {};
+};
+
+// The shape of one decode step: `batch` sequences whose prompts had `prompt` tokens and which have
+// generated `generated` tokens so far (so their caches hold prompt + generated tokens in total).
+struct StepShape {
+  double batch = 1, prompt = 0, generated = 0;
+  double context() const { return prompt + generated; }
 };
 
 // Bytes a policy needs, per GPU. Per-sequence amounts scale with the batch.
@@ -43,14 +52,20 @@ class Policy {
   virtual MemoryDemand memory(const Deployment& d, const ParamValues& p, double prompt,
                               double output) const = 0;
   virtual void prefill(const Deployment& d, const ParamValues& p, double prompt, PhaseList& out) const = 0;
-  // One decode step for `batch` sequences whose caches hold `context` tokens (prompt + generated).
-  virtual void decode_attention(const Deployment& d, const ParamValues& p, double batch, double context,
+  // The phases that replace dense attention in one decode step: per-layer phases (repeat = L) with
+  // their streams and dependencies, and once-per-step phases (repeat = 1). See sim/decode_graph.hpp.
+  virtual void decode_attention(const Deployment& d, const ParamValues& p, const StepShape& s,
                                 PhaseList& out) const = 0;
 
   ParamValues defaults() const;
   // Index of a parameter by name, or -1.
   int param_index(std::string_view param) const;
 };
+
+// Reads one parameter from a scenario mapping (a number, an integer, or one of its choices).
+double read_param(YamlMap& m, const ParamSpec& spec);
+// The text of a parameter's value: the number, or the chosen word.
+std::string param_text(const ParamSpec& spec, double value);
 
 // The registry: every built-in policy, by name.
 const Policy* find_policy(std::string_view name);

@@ -13,7 +13,10 @@ namespace {
 nlohmann::json params_json(const PlanResult& r) {
   nlohmann::json p = nlohmann::json::object();
   const auto& specs = r.policy->params();
-  for (size_t i = 0; i < specs.size(); ++i) p[specs[i].name] = r.params[i];
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].choices.empty()) p[specs[i].name] = r.params[i];
+    else p[specs[i].name] = param_text(specs[i], r.params[i]);
+  }
   return p;
 }
 
@@ -27,7 +30,7 @@ std::string params_text(const PlanResult& r) {
   std::string out;
   const auto& specs = r.policy->params();
   for (size_t i = 0; i < specs.size(); ++i)
-    out += (out.empty() ? "" : ";") + specs[i].name + "=" + format_number(r.params[i]);
+    out += (out.empty() ? "" : ";") + specs[i].name + "=" + param_text(specs[i], r.params[i]);
   return out;
 }
 
@@ -71,6 +74,12 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
     e["throughput_tok_s"] = r.feasible ? json(r.throughput_tok_s) : json(nullptr);
     e["dominant_bound"] = r.feasible ? json(std::string(to_string(r.dominant))) : json(nullptr);
     e["decode_context_tokens"] = r.feasible ? json(r.decode_context) : json(nullptr);
+    e["decode_serial_ms"] = r.feasible ? json(r.decode_serial_s * 1e3) : json(nullptr);
+    e["simulated"] = r.simulated;
+    auto ratio = [&](double v) { return r.feasible && v > 0 ? json(v) : json(nullptr); };
+    e["vs_full"] = {{"throughput", ratio(r.speedup_vs_full)},
+                    {"tpot_speedup", ratio(r.tpot_speedup_vs_full)},
+                    {"kv_hbm_per_seq", ratio(r.kv_hbm_vs_full)}};
     const MemoryReport& m = r.memory;
     e["memory"] = {{"hbm_bytes", m.hbm_bytes},         {"dram_bytes", m.dram_bytes},
                    {"kv_hbm_bytes", m.kv_hbm_bytes},   {"kv_dram_bytes", m.kv_dram_bytes},
@@ -117,8 +126,8 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
       last_ctx = r.context_tokens;
       o << "\ncontext " << r.context_tokens << " + " << r.output_tokens << " output tokens\n";
       char head[200];
-      std::snprintf(head, sizeof head, "  %-12s %6s %6s %9s %10s %11s %8s %8s  %s\n", "policy", "batch", "max",
-                    "TPOT ms", "TTFT ms", "tok/s/GPU", "HBM GiB", "KV GiB", "bound");
+      std::snprintf(head, sizeof head, "  %-12s %6s %6s %9s %10s %11s %8s %8s %8s %8s  %s\n", "policy", "batch", "max",
+                    "TPOT ms", "TTFT ms", "tok/s/GPU", "xput/full", "KV/full", "HBM GiB", "KV GiB", "bound");
       o << head;
     }
     char row[256];
@@ -128,15 +137,21 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
       o << row << r.reason << "\n";
       continue;
     }
-    std::snprintf(row, sizeof row, "  %-12s %6lld %6lld %9.3f %10.1f %11.1f %8.2f %8.2f  %s\n",
+    auto ratio = [](double v, const char* f) { return v > 0 ? fmt(f, v) : std::string("-"); };
+    std::snprintf(row, sizeof row, "  %-12s %6lld %6lld %9.3f %10.1f %11.1f %8s %8s %8.2f %8.2f  %s\n",
                   std::string(r.policy->name()).c_str(), (long long)r.batch, (long long)r.memory.max_batch,
-                  r.tpot_s * 1e3, r.ttft_s * 1e3, r.throughput_tok_s, r.memory.hbm_bytes / kGiB,
+                  r.tpot_s * 1e3, r.ttft_s * 1e3, r.throughput_tok_s, ratio(r.speedup_vs_full, "%.2fx").c_str(),
+                  ratio(r.kv_hbm_vs_full, "%.3f").c_str(), r.memory.hbm_bytes / kGiB,
                   (r.memory.kv_hbm_bytes + r.memory.kv_dram_bytes) / kGiB, std::string(to_string(r.dominant)).c_str());
     o << row;
     // Phase breakdown of the decode step, largest first.
     std::vector<const PhaseResult*> ph;
     for (const auto& p : r.decode) ph.push_back(&p);
     std::stable_sort(ph.begin(), ph.end(), [](auto* a, auto* b) { return a->seconds > b->seconds; });
+    if (r.simulated)
+      o << "    simulated step " << fmt("%.3f", r.tpot_s * 1e3) << " ms; phases alone sum to "
+        << fmt("%.3f", r.decode_serial_s * 1e3) << " ms (overlap hides " << fmt("%.0f", 100 * (1 - r.tpot_s / r.decode_serial_s))
+        << "%)\n";
     o << "    decode step:";
     for (const PhaseResult* p : ph) {
       o << " " << p->phase.name << " " << fmt("%.3f", p->seconds * 1e3) << " ms (" << fmt("%.0f", 100 * p->seconds / r.tpot_s)
@@ -150,7 +165,7 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
 std::string plan_csv(const Scenario&, const std::vector<PlanResult>& results) {
   std::ostringstream o;
   o << "policy,params,context_tokens,output_tokens,batch,feasible,reason,tpot_ms,ttft_ms,throughput_tok_s,"
-       "dominant_bound,hbm_bytes,dram_bytes,kv_hbm_bytes,kv_dram_bytes,max_batch\n";
+       "dominant_bound,hbm_bytes,dram_bytes,kv_hbm_bytes,kv_dram_bytes,max_batch,throughput_vs_full,kv_hbm_per_seq_vs_full\n";
   char buf[64];
   auto num = [&](double v) {
     std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -162,7 +177,9 @@ std::string plan_csv(const Scenario&, const std::vector<PlanResult>& results) {
       << (r.feasible ? num(r.tpot_s * 1e3) : "") << "," << (r.feasible ? num(r.ttft_s * 1e3) : "") << ","
       << (r.feasible ? num(r.throughput_tok_s) : "") << "," << (r.feasible ? std::string(to_string(r.dominant)) : "")
       << "," << num(r.memory.hbm_bytes) << "," << num(r.memory.dram_bytes) << "," << num(r.memory.kv_hbm_bytes) << ","
-      << num(r.memory.kv_dram_bytes) << "," << r.memory.max_batch << "\n";
+      << num(r.memory.kv_dram_bytes) << "," << r.memory.max_batch << ","
+      << (r.speedup_vs_full > 0 ? num(r.speedup_vs_full) : "") << "," << (r.kv_hbm_vs_full > 0 ? num(r.kv_hbm_vs_full) : "")
+      << "\n";
   }
   return o.str();
 }

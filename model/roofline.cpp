@@ -14,6 +14,8 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
   m.dram = host.dram_bandwidth;
   m.h2d = gpu.h2d_pinned;
   m.d2h = gpu.d2h_pinned;
+  m.h2d_duplex = gpu.h2d_under_d2h > 0 ? gpu.h2d_under_d2h : gpu.h2d_pinned;
+  m.d2h_duplex = gpu.d2h_under_h2d > 0 ? gpu.d2h_under_h2d : gpu.d2h_pinned;
   // Collectives go over NVLink when the GPU has it, otherwise through PCIe peer-to-peer.
   m.link = gpu.nvlink_bandwidth > 0 ? gpu.nvlink_bandwidth : std::min(gpu.h2d_pinned, gpu.d2h_pinned);
   m.kernel_latency = cuda_graphs ? gpu.kernel_latency : gpu.host_launch_latency;
@@ -23,6 +25,7 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
 
 PhaseTime roofline(const Phase& p, const Machine& m) {
   const Efficiency& e = (*m.calibration)[p.kind];
+  auto eff = [&](Ceiling c) { return m.calibration->efficiency(p.kind, c, p.run_bytes); };
   double peak = 0;
   switch (p.unit) {
     case ComputeUnit::tensor: peak = m.tensor * e[Ceiling::tensor]; break;
@@ -38,10 +41,10 @@ PhaseTime roofline(const Phase& p, const Machine& m) {
     if (s > t.seconds) t = {s, b};
   };
   consider(w.flops, peak, Bound::compute);
-  consider(w.hbm_bytes, m.hbm * e[Ceiling::hbm], Bound::hbm);
-  consider(w.dram_bytes, m.dram * e[Ceiling::dram], Bound::dram);
-  consider(w.h2d_bytes, m.h2d * e[Ceiling::h2d], Bound::h2d);
-  consider(w.d2h_bytes, m.d2h * e[Ceiling::d2h], Bound::d2h);
+  consider(w.hbm_bytes, m.hbm * eff(Ceiling::hbm), Bound::hbm);
+  consider(w.dram_bytes, m.dram * eff(Ceiling::dram), Bound::dram);
+  consider(w.h2d_bytes, m.h2d * eff(Ceiling::h2d), Bound::h2d);
+  consider(w.d2h_bytes, m.d2h * eff(Ceiling::d2h), Bound::d2h);
   consider(w.link_bytes, m.link * e[Ceiling::link], Bound::interconnect);
   // Kernel launches cost GPU time; CPU routines and copies have their own call costs (policies add
   // them as launches on those devices with the same per-call latency until calibrated separately).

@@ -19,6 +19,7 @@ struct Machine {
   double simt = 0;          // GPU CUDA-core fp32 peak
   double host_compute = 0;  // CPU fp32 peak, all cores
   double hbm = 0, dram = 0, h2d = 0, d2h = 0;
+  double h2d_duplex = 0, d2h_duplex = 0;  // each PCIe direction's bandwidth while the other is busy
   double link = 0;          // per-direction GPU-GPU bandwidth for collectives (NVLink, else PCIe)
   double kernel_latency = 0;  // seconds per GPU kernel (graph or host launch)
   const Calibration* calibration = nullptr;

@@ -104,7 +104,7 @@ void apply_set(const std::string& s, std::vector<PolicyChoice>& policies) {
     }
     const ParamSpec& spec = c.policy->params()[size_t(i)];
     YamlMap vm = cli_map(param, value);
-    c.params[size_t(i)] = spec.integer ? double(vm.integer(param, spec.range)) : vm.number(param, spec.range);
+    c.params[size_t(i)] = read_param(vm, spec);
   }
   if (!found) {
     throw_input_error(kCommandLine, 0, "--set",
@@ -132,8 +132,7 @@ PolicyChoice parse_policy(const YAML::Node& n, const std::string& file, const st
     const auto& specs = c.policy->params();
     for (size_t i = 0; i < specs.size(); ++i) {
       if (!m.has(specs[i].name)) { m.node(specs[i].name); continue; }
-      c.params[i] = specs[i].integer ? double(m.integer(specs[i].name, specs[i].range))
-                                     : m.number(specs[i].name, specs[i].range);
+      c.params[i] = read_param(m, specs[i]);
     }
     m.finish();
   }
@@ -176,7 +175,8 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Ove
   s.model = model_entry(mn, src);
 
   YAML::Node cn = entry_node("calibration", o.calibration, src);
-  s.calibration = cn ? calibration_entry(cn, src) : Calibration();
+  // No calibration named: the library's roofline file (ideal efficiencies, physical gather costs).
+  s.calibration = calibration_entry(cn ? cn : YAML::Node("roofline"), src);
 
   // Workload: every field may be overridden from the command line (same checks, "command line" origin).
   YamlMap w = top.map("workload");

@@ -13,6 +13,7 @@ Phase gemm(std::string_view name, const Deployment& d, double tokens, double k, 
   p.work.flops = count * 2.0 * tokens * k * n;
   p.work.hbm_bytes = count * (k * n * d.bw + tokens * (k + n) * d.ba);
   p.work.launches = launches;
+  p.repeat = count;
   return p;
 }
 }  // namespace
@@ -35,6 +36,7 @@ void add_decode_dense_phases(const Deployment& d, double B, PhaseList& out) {
   norm.work.flops = L * 2 * B * h * 5;
   norm.work.hbm_bytes = L * 2 * 4 * B * h * d.ba;
   norm.work.launches = 2 * L;
+  norm.repeat = L;
   out.push_back(norm);
   // Final norm, LM head over the (per-GPU slice of the) vocabulary, sampling; the embedding gather.
   Phase head = gemm("lm_head", d, B, h, d.vocab, 1, 4);
@@ -49,6 +51,7 @@ void add_decode_dense_phases(const Deployment& d, double B, PhaseList& out) {
     ar.work.flops = L * 2 * B * h * (d.tp - 1) / d.tp;  // the reduce-scatter half adds; the gather copies
     ar.work.hbm_bytes = L * 2 * buf * 3;
     ar.work.launches = 2 * L;
+    ar.repeat = L;
     out.push_back(ar);
   }
 }
@@ -63,6 +66,7 @@ void add_dense_attention(const Deployment& d, double B, double n, PhaseList& out
   // the new token's K, V are written; q in, o out.
   a.work.hbm_bytes = L * B * (d.hkv * n * 2 * hd * d.bkv + d.hkv * 2 * hd * d.bkv + 2 * d.hq * hd * d.ba);
   a.work.launches = 2 * L;  // RoPE + KV append, attention
+  a.repeat = L;
   out.push_back(a);
 }
 

@@ -6,6 +6,11 @@ std::vector<double> capacities(const Machine& m) {
   return {m.tensor, m.simt, m.host_compute, m.hbm, m.dram, m.h2d, m.d2h, m.link};
 }
 
+std::vector<Coupling> couplings(const Machine& m) {
+  if (m.h2d_duplex >= m.h2d && m.d2h_duplex >= m.d2h) return {};
+  return {{size_t(Resource::h2d), size_t(Resource::d2h), m.h2d_duplex, m.d2h_duplex}};
+}
+
 const std::vector<std::string>& resource_names() {
   static const std::vector<std::string> names = {"gpu tensor cores", "gpu cuda cores", "host cpu", "hbm",
                                                  "host dram", "pcie h2d", "pcie d2h", "gpu link"};
@@ -13,13 +18,13 @@ const std::vector<std::string>& resource_names() {
 }
 
 SimPhase to_sim_phase(const Phase& p, const Machine& m) {
-  const Efficiency& e = (*m.calibration)[p.kind];
+  const Calibration& cal = *m.calibration;
   SimPhase s;
   s.name = std::string(p.name);
   s.latency = p.work.launches * m.kernel_latency;
   s.amount.assign(size_t(Resource::count), 0.0);
   auto put = [&](Resource r, double amount, Ceiling c) {
-    if (amount > 0) s.amount[size_t(r)] += amount / e[c];
+    if (amount > 0) s.amount[size_t(r)] += amount / cal.efficiency(p.kind, c, p.run_bytes);
   };
   switch (p.unit) {
     case ComputeUnit::tensor: put(Resource::tensor, p.work.flops, Ceiling::tensor); break;

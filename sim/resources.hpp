@@ -15,6 +15,8 @@ namespace kvsim::sim {
 enum class Resource { tensor, simt, host_compute, hbm, dram, h2d, d2h, link, count };
 
 std::vector<double> capacities(const Machine& m);
+// PCIe duplex: while both directions carry flows, each runs at its measured bidirectional rate.
+std::vector<Coupling> couplings(const Machine& m);
 const std::vector<std::string>& resource_names();  // "tensor", "simt", ..., in Resource order
 SimPhase to_sim_phase(const Phase& p, const Machine& m);
 

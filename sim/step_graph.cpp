@@ -22,7 +22,7 @@ void StepGraph::add_edge(size_t before, size_t after) {
   boost::add_edge(before, after, graph_);
 }
 
-SimTiming StepGraph::run(const std::vector<double>& cap) const {
+SimTiming StepGraph::run(const std::vector<double>& cap, const std::vector<Coupling>& couplings) const {
   const size_t n = phases_.size();
   if (cap.size() != resources_) throw std::invalid_argument("wrong number of capacities");
   {
@@ -62,13 +62,14 @@ SimTiming StepGraph::run(const std::vector<double>& cap) const {
     }
   };
   // Starting a phase may finish it at once (no latency, no work), which may ready others.
+  std::vector<size_t> newly_started;
   auto start_all = [&](std::vector<size_t> ready) {
     while (!ready.empty()) {
       const size_t i = ready.back();
       ready.pop_back();
       t.start[i] = now;
-      if (phases_[i].latency > 0) { state[i] = State::delay; remaining[i] = phases_[i].latency; }
-      else if (solo[i] > 0) { state[i] = State::flow; remaining[i] = 1.0; }
+      if (phases_[i].latency > 0) { state[i] = State::delay; remaining[i] = phases_[i].latency; newly_started.push_back(i); }
+      else if (solo[i] > 0) { state[i] = State::flow; remaining[i] = 1.0; newly_started.push_back(i); }
       else finish(i, ready);
     }
   };
@@ -81,12 +82,16 @@ SimTiming StepGraph::run(const std::vector<double>& cap) const {
     start_all(ready);
   }
 
+  // Only phases in delay or flow are visited per event (a step graph has hundreds of phases, few at once).
+  std::vector<size_t> active = newly_started;
+  newly_started.clear();
   std::vector<size_t> flowing;
   std::vector<Flow> flows;
+  std::vector<double> cap_now = cap;
   while (done < n) {
     flowing.clear();
     flows.clear();
-    for (size_t i = 0; i < n; ++i)
+    for (size_t i : active)
       if (state[i] == State::flow) {
         flowing.push_back(i);
         Flow f;
@@ -94,10 +99,16 @@ SimTiming StepGraph::run(const std::vector<double>& cap) const {
         for (size_t r = 0; r < resources_; ++r) f.use[r] = phases_[i].amount[r] / solo[i];
         flows.push_back(std::move(f));
       }
-    const std::vector<double> x = max_min_fair(cap, flows);
+    cap_now = cap;
+    for (const Coupling& c : couplings) {
+      bool on_a = false, on_b = false;
+      for (const Flow& f : flows) on_a |= f.use[c.a] > 0, on_b |= f.use[c.b] > 0;
+      if (on_a && on_b) cap_now[c.a] = std::min(cap[c.a], c.a_both), cap_now[c.b] = std::min(cap[c.b], c.b_both);
+    }
+    const std::vector<double> x = max_min_fair(cap_now, flows);
     // Time to the next event: a delay ends or a flow completes.
     double dt = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < n; ++i)
+    for (size_t i : active)
       if (state[i] == State::delay) dt = std::min(dt, remaining[i]);
     for (size_t k = 0; k < flowing.size(); ++k)
       if (x[k] > 0) dt = std::min(dt, remaining[flowing[k]] * solo[flowing[k]] / x[k]);
@@ -110,7 +121,7 @@ SimTiming StepGraph::run(const std::vector<double>& cap) const {
       remaining[i] -= dt * x[k] / solo[i];
       if (remaining[i] <= kEps) finish(i, ready);
     }
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i : active) {
       if (state[i] != State::delay) continue;
       remaining[i] -= dt;
       if (remaining[i] <= kEps * std::max(1.0, phases_[i].latency)) {
@@ -118,7 +129,11 @@ SimTiming StepGraph::run(const std::vector<double>& cap) const {
         else finish(i, ready);
       }
     }
+    std::erase_if(active, [&](size_t i) { return state[i] == State::done; });
     start_all(ready);
+    // Newly started phases (start_all may cascade through zero-work phases) join the active set.
+    for (size_t i : newly_started) active.push_back(i);
+    newly_started.clear();
   }
   size_t last = 0;
   for (size_t i = 0; i < n; ++i)

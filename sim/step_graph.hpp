@@ -19,6 +19,14 @@ struct SimPhase {
   std::vector<double> amount;   // per resource, in the resource's units (already divided by efficiency)
 };
 
+// Two resources whose capacities drop while both carry flows: PCIe's two directions share DMA
+// engines and the root complex, so H2D can lose half its bandwidth under simultaneous D2H. While
+// at least one running flow uses `a` and one uses `b`, their capacities are `a_both` and `b_both`.
+struct Coupling {
+  size_t a = 0, b = 0;
+  double a_both = 0, b_both = 0;
+};
+
 struct SimTiming {
   double makespan = 0;
   std::vector<double> start, finish;  // per phase, seconds
@@ -36,7 +44,7 @@ class StepGraph {
 
   // Simulates the DAG on resources of the given capacities (units per second). Throws
   // std::invalid_argument on a cycle or a capacity that is not positive where a phase needs it.
-  SimTiming run(const std::vector<double>& capacity) const;
+  SimTiming run(const std::vector<double>& capacity, const std::vector<Coupling>& couplings = {}) const;
 
  private:
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;

@@ -52,7 +52,7 @@ TEST(Cli, CsvHasAHeaderAndOneRowPerResult) {
 }
 
 TEST(Cli, OverridesAndInfeasibleBatch) {
-  const auto r = test::run_kvsim("plan --model llama-3.2-3b --hardware a6000 --context 8192,65536 --batch 100 --format json");
+  const auto r = test::run_kvsim("plan --model llama-3.2-3b --hardware a6000 --policy full --context 8192,65536 --batch 100 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["hardware"], "a6000");

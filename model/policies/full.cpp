@@ -20,9 +20,8 @@ class FullPolicy final : public Policy {
     return m;
   }
   void prefill(const Deployment&, const ParamValues&, double, PhaseList&) const override {}
-  void decode_attention(const Deployment& d, const ParamValues&, double batch, double context,
-                        PhaseList& out) const override {
-    add_dense_attention(d, batch, context, out);
+  void decode_attention(const Deployment& d, const ParamValues&, const StepShape& s, PhaseList& out) const override {
+    add_dense_attention(d, s.batch, s.context(), out);
   }
 };
 }  // namespace

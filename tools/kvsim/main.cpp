@@ -14,6 +14,7 @@
 #include "model/report.hpp"
 #include "model/scenario.hpp"
 #include "model/units.hpp"
+#include "sim/decode_graph.hpp"
 #include "sim/resources.hpp"
 #include "sim/timeline.hpp"
 #include "tools/kvsim/host_probe.hpp"
@@ -55,13 +56,19 @@ int run_plan(PlanOptions& p) {
   const Workload& w = s.workload;
   const Deployment d = make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype,
                                        w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
-  std::vector<PlanResult> results;
+  std::vector<PlanResult> results, reference;
+  const Policy* full = find_policy("full");
+  const ParamValues no_params;
   for (int64_t ctx : w.context_tokens) {
     for (const PolicyChoice& c : s.policies) {
       DesignPoint dp{&d, c.policy, &c.params, ctx, w.output_tokens, w.batch};
       results.push_back(evaluate(dp));
     }
+    // Full KV at the same context and batch setting: the reference for speedup and memory columns.
+    DesignPoint ref{&d, full, &no_params, ctx, w.output_tokens, w.batch};
+    reference.push_back(evaluate(ref));
   }
+  compare_to_full(results, reference);
   if (!p.timeline.empty()) write_file_atomic(p.timeline, timeline_json(d, results).dump() + "\n");
   if (p.format == "json") emit(plan_json(s, results).dump(2) + "\n", p.out);
   else if (p.format == "csv") emit(plan_csv(s, results), p.out);
@@ -69,7 +76,8 @@ int run_plan(PlanOptions& p) {
   return 0;
 }
 
-// The mean decode step of every feasible result, simulated as a single-stream phase chain.
+// The mean decode step of every feasible result as the simulator lays it out: one node per phase and
+// layer, on its stream, with its dependencies (sim/decode_graph.hpp).
 nlohmann::json timeline_json(const Deployment& d, const std::vector<PlanResult>& results) {
   nlohmann::json events = nlohmann::json::array();
   const auto cap = sim::capacities(d.machine);
@@ -77,16 +85,14 @@ nlohmann::json timeline_json(const Deployment& d, const std::vector<PlanResult>&
   for (const PlanResult& r : results) {
     ++pid;
     if (!r.feasible) continue;
-    sim::StepGraph g(cap.size());
-    size_t prev = SIZE_MAX;
-    for (const PhaseResult& p : r.decode) {
-      const size_t id = g.add_phase(sim::to_sim_phase(p.phase, d.machine));
-      if (prev != SIZE_MAX) g.add_edge(prev, id);
-      prev = id;
-    }
+    PhaseList pol, dense;
+    decode_phase_lists(d, *r.policy, r.params,
+                       StepShape{double(r.batch), double(r.context_tokens), double(r.output_tokens) / 2.0}, pol, dense);
+    const sim::DecodeGraph g = sim::build_decode_graph(pol, dense, d.model->layers, d.machine);
     const std::string label = std::string(r.policy->name()) + " decode step, context " +
                               std::to_string(r.context_tokens) + ", batch " + std::to_string(r.batch);
-    sim::append_timeline(events, pid, label, g, g.run(cap), cap, sim::resource_names());
+    sim::append_timeline(events, pid, label, g.graph, g.graph.run(cap, sim::couplings(d.machine)), cap,
+                         sim::resource_names());
   }
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
@@ -279,7 +285,10 @@ int main(int argc, char** argv) {
       nlohmann::json j = {{"name", std::string(p->name())}, {"summary", std::string(p->summary())}};
       nlohmann::json params = nlohmann::json::array();
       for (const auto& s : p->params())
-        params.push_back({{"name", s.name}, {"default", s.default_value}, {"range", s.range.describe()},
+        params.push_back({{"name", s.name},
+                          {"default", s.choices.empty() ? nlohmann::json(s.default_value)
+                                                        : nlohmann::json(param_text(s, s.default_value))},
+                          {"range", s.choices.empty() ? s.range.describe() : "one of " + join(s.choices)},
                           {"integer", s.integer}, {"doc", s.doc}});
       j["params"] = params;
       if (fmt == "json") {
@@ -288,8 +297,9 @@ int main(int argc, char** argv) {
         std::printf("%s: %s\n", std::string(p->name()).c_str(), std::string(p->summary()).c_str());
         if (p->params().empty()) std::printf("  (no parameters)\n");
         for (const auto& s : p->params())
-          std::printf("  %-18s default %-10s range %-16s %s\n", s.name.c_str(), format_number(s.default_value).c_str(),
-                      s.range.describe().c_str(), s.doc.c_str());
+          std::printf("  %-18s default %-12s %-22s %s\n", s.name.c_str(), param_text(s, s.default_value).c_str(),
+                      (s.choices.empty() ? "range " + s.range.describe() : "one of " + join(s.choices)).c_str(),
+                      s.doc.c_str());
       }
       return 0;
     }

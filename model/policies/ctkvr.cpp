@@ -1,0 +1,145 @@
+// ctkvr (seed 004, CTKVR: centroid-then-token KV retrieval).
+// Prefill (§3.1.1, Algorithm 1): the last C prompt queries are the centroids; each attends to every
+// key; per KV head (max over its query group) the top rho keys per centroid form the inverted file
+// qcIVF[B, Hkv, C, rho] (int32, footnote 5). All KV except init_tokens + local_tokens is offloaded to
+// CPU DRAM (§3.2, Fig. 4).
+// Decode (§3.1.2, Algorithm 2, §3.2): on the GPU, cosine(q, centroids), max over the group, top-C'
+// centroids per KV head, then gather + dedup of their rho * C' key ids (L_recall = rho C' alpha,
+// alpha ~ 0.5 measured, footnote 6 and App. C.2); q and the ids go to the CPU, which reranks the
+// recalled keys by q.k, keeps the top rho', and computes sparse attention over them from DRAM; the GPU
+// attends over init + local meanwhile (CUDA multi-streaming, §3.2); the partial softmax states are
+// merged on the GPU. The FIFO centroid update (§3.1.3) runs asynchronously, off the critical path.
+// rerank_on = gpu is a variant kvsim adds for comparison: the recalled keys and the chosen values are
+// copied to the GPU, which reranks and attends (no CPU compute).
+#include "model/policies/blocks.hpp"
+#include "model/policy.hpp"
+
+namespace kvsim {
+
+namespace {
+enum P { kC, kProbes, kRho, kBudget, kInit, kLocal, kAlpha, kRerankOn };
+enum RerankOn { kCpu = 0, kGpu = 1 };
+
+class CtkvrPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "ctkvr"; }
+  std::string_view summary() const override {
+    return "query-centroid inverted file on GPU, KV in CPU DRAM; CPU rerank + sparse attention beside GPU attention (seed 004)";
+  }
+  const std::vector<ParamSpec>& params() const override {
+    static const std::vector<ParamSpec> p = {
+        {"centroids", 1024, Range::between(1, 1e6), true, "C: last prompt queries kept as centroids (App. C.2 default C = 1024)"},
+        {"probes", 4, Range::between(1, 1e6), true, "C': centroids probed per KV head per step (§4.1.1: C' = 4)"},
+        {"per_centroid", 2560, Range::between(1, 1e8), true, "rho: key ids per centroid per KV head (§4.1.1: rho = 2.5 rho' = 2560)"},
+        {"budget_tokens", 1024, Range::between(1, 1e8), true, "rho': tokens reranked into the CPU attention (§4.1.1: 1024 or 512)"},
+        {"init_tokens", 128, Range::between(0, 1e8), true,
+         "initial tokens kept on the GPU (count not given; with local_tokens, ~5% of a 128K context as §3.1.1 states)"},
+        {"local_tokens", 6400, Range::between(0, 1e8), true,
+         "recent tokens kept on the GPU (count not given; init + local = 6528 = 5% of 131072, §3.1.1)"},
+        {"dedup", 0.5, Range{0, 1, true}, false,
+         "alpha: fraction of the rho C' recalled ids left after dedup (footnote 6, App. C.2: 0.5 or less)"},
+        {"rerank_on", 0, Range::between(0, 1), true,
+         "where the rerank and sparse attention run: cpu (the paper) or gpu (recalled keys copied to the GPU)", {"cpu", "gpu"}},
+    };
+    return p;
+  }
+  static double gpu_tokens(const ParamValues& p, double n) { return std::min(n, p[kInit] + p[kLocal]); }
+  static double recall(const ParamValues& p, double offloaded) {
+    return std::min(offloaded, p[kRho] * p[kProbes] * p[kAlpha]);
+  }
+  MemoryDemand memory(const Deployment& d, const ParamValues& p, double prompt, double output) const override {
+    const auto s = blocks::shape(d);
+    MemoryDemand m;
+    const double n = prompt + output;
+    m.kv_hbm_per_seq = gpu_tokens(p, n) * d.kv_bytes_per_token();
+    const double C = std::min(p[kC], prompt);
+    const double index = s.L * s.hkv * C * p[kRho] * 4;     // qcIVF, int32 (footnote 5)
+    const double centroids = s.L * s.hq * C * s.hd * d.ba;  // the centroid queries
+    m.hbm_per_seq = m.kv_hbm_per_seq + index + centroids;
+    m.kv_dram_per_seq = std::max(0.0, n - gpu_tokens(p, n)) * d.kv_bytes_per_token();
+    m.dram_per_seq = m.kv_dram_per_seq;
+    m.hbm_fixed = blocks::prompt_layer_kv(d, prompt);
+    return m;
+  }
+  void prefill(const Deployment& d, const ParamValues& p, double prompt, PhaseList& out) const override {
+    const auto s = blocks::shape(d);
+    const double C = std::min(p[kC], prompt);
+    // Centroid attention over all keys (softmax, max over the group), then top-rho per centroid.
+    out.push_back(blocks::window_scores(d, "centroid_scores", prompt, C, s.L));
+    Phase top = blocks::select("qcivf_topk", 1, s.hkv * C, prompt, p[kRho], s.L);
+    out.push_back(top);
+    out.push_back(blocks::copy("offload", false, 1, std::max(0.0, prompt - gpu_tokens(p, prompt)) * s.kv_row, 0, s.L));
+  }
+  void decode_attention(const Deployment& d, const ParamValues& p, const StepShape& st, PhaseList& out) const override {
+    const auto s = blocks::shape(d);
+    const double B = st.batch, n = st.context();
+    const double offloaded = std::max(0.0, n - gpu_tokens(p, n));
+    const double C = std::min(p[kC], st.prompt), Lr = recall(p, offloaded);
+    const double chosen = std::min(p[kBudget], Lr);
+    // 0: cosine similarity of q to the centroids (each query head its own centroids).
+    out.push_back(blocks::score(d, "centroid_recall", B, s.hq, s.hq, C, s.hd, d.ba, s.L));
+    // 1: max over the group, top-C' per KV head; gather the C' rho ids and dedup to L_recall.
+    Phase dd = blocks::select("probe_dedup", B, s.hkv, C, p[kProbes], s.L);
+    dd.work.hbm_bytes += s.L * B * s.hkv * (p[kProbes] * p[kRho] + Lr) * 4;
+    dd.work.flops += s.L * B * s.hkv * p[kProbes] * p[kRho] * 2;
+    out.push_back(dd);
+    if (p[kRerankOn] == kCpu) {
+      // 2: q and the recalled ids to the host; the token sliding out of the local window to DRAM.
+      Phase down = blocks::copy("ids_to_host", false, B, s.hq * s.hd * d.ba + s.hkv * Lr * 4 + s.kv_row, 0, s.L);
+      down.after = {1, -1, -1};
+      out.push_back(down);
+      // 3: rerank: gather the recalled keys (runs of one key row), q.k for the group, top rho'.
+      Phase rr = blocks::host("cpu_rerank", B, s.hkv * Lr * (2 * s.hd * s.group + 4), s.hkv * Lr * s.key_row,
+                              s.key_row, s.L);
+      rr.after = {2, -1, -1};
+      out.push_back(rr);
+      // 4: sparse attention over the rho' chosen tokens' K and V from DRAM.
+      Phase ca = blocks::host("cpu_attention", B, s.hq * chosen * (4 * s.hd + 5), s.hkv * chosen * 2 * s.key_row,
+                              s.key_row, s.L);
+      out.push_back(ca);
+      // 5: partial outputs and log-sum-exp back to the GPU (fp32).
+      Phase up = blocks::copy("partials_to_gpu", true, B, s.hq * (s.hd + 1) * 4, 0, s.L);
+      up.after = {4, -1, -1};
+      out.push_back(up);
+      // 6: GPU attention over init + local, beside the CPU work.
+      out.push_back(blocks::attention(d, "gpu_attention", B, gpu_tokens(p, n), 0, true));
+      // 7: merge the two softmax states.
+      Phase merge = blocks::layer_phase("merge", PhaseKind::elementwise, Device::gpu, ComputeUnit::simt, Stream::gpu, s.L);
+      merge.work.flops = s.L * B * s.hq * s.hd * 6;
+      merge.work.hbm_bytes = s.L * B * s.hq * s.hd * 4 * 3;
+      merge.work.launches = s.L;
+      merge.after = {5, -1, -1};
+      out.push_back(merge);
+      // 8: FIFO centroid update: the chosen ids appended to the index, asynchronously.
+      Phase fifo = blocks::copy("centroid_update", true, B, s.hkv * p[kRho] * 4, 0, s.L);
+      fifo.after = {3, -1, -1};
+      fifo.detached = true;
+      out.push_back(fifo);
+    } else {
+      // 2: the recalled keys gathered from pinned DRAM into the GPU (runs of one key row).
+      Phase keys = blocks::copy("recall_keys_h2d", true, B, s.hkv * Lr * s.key_row, s.key_row, s.L);
+      keys.after = {1, -1, -1};
+      out.push_back(keys);
+      // 3: GPU rerank of the recalled keys (after the copy), top rho'.
+      Phase rr = blocks::score(d, "gpu_rerank", B, s.hq, s.hkv, Lr, s.hd, s.bkv, s.L);
+      rr.after = {2, -1, -1};
+      out.push_back(rr);
+      // 4: the chosen tokens' values from DRAM.
+      Phase vals = blocks::copy("values_h2d", true, B, s.hkv * chosen * s.key_row, s.key_row, s.L);
+      vals.after = {3, -1, -1};
+      out.push_back(vals);
+      // 5: attention over init + local + the chosen tokens (gathered: runs of one key row).
+      Phase a = blocks::attention(d, "attention", B, gpu_tokens(p, n) + chosen, 0, true);
+      a.after = {4, -1, -1};
+      out.push_back(a);
+    }
+  }
+};
+}  // namespace
+
+const Policy& ctkvr_policy() {
+  static const CtkvrPolicy p;
+  return p;
+}
+
+}  // namespace kvsim

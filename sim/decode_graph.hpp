@@ -1,0 +1,35 @@
+// Lays out one decode step as a phase DAG for the simulator, from the dense transformer's phases and
+// a policy's phases (both as totals over the step, see model/phase.hpp).
+//
+// Layout, for layers l = 0..L-1 after the policy's once-per-step phases:
+//   qkv_proj(l) -> [the policy's per-layer phases, on their streams] -> o_proj(l) -> ... -> mlp(l)
+// then the LM head. Phases on one stream keep their order across layers (a CUDA stream, a copy
+// engine queue, the host's worker pool); a policy phase waits for its layer's qkv_proj (it needs q)
+// and for the phases it names in `after`; the first dense phase after attention waits for every
+// policy phase of the layer that is not `detached`. So a copy on the h2d stream overlaps GPU work of
+// the same layer that does not depend on it, and CPU work overlaps the GPU's.
+#pragma once
+#include <vector>
+
+#include "model/phase.hpp"
+#include "model/roofline.hpp"
+#include "sim/step_graph.hpp"
+
+namespace kvsim::sim {
+
+struct DecodeGraph {
+  StepGraph graph;
+  std::vector<size_t> source;  // per node: index into the concatenated list (policy phases, then dense)
+  std::vector<int> layer;      // per node: its layer, or -1 for a once-per-step phase
+  explicit DecodeGraph(size_t resources) : graph(resources) {}
+};
+
+// True when every phase runs on the GPU's main stream: the step is then a chain and its time is the
+// sum of the phases' rooflines exactly, with no need to simulate.
+bool is_single_stream(const std::vector<Phase>& policy_phases);
+
+// `dense` must contain a phase named "qkv_proj" (add_decode_dense_phases). `layers` is the model's L.
+DecodeGraph build_decode_graph(const std::vector<Phase>& policy_phases, const std::vector<Phase>& dense,
+                               int layers, const Machine& m);
+
+}  // namespace kvsim::sim
