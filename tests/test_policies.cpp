@@ -1,0 +1,324 @@
+// The policies as phases: interface, memory formulas from the seeds, and the structural behavior
+// issue 3 asks the cost model to show.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "model/plan.hpp"
+#include "model/policies/blocks.hpp"
+#include "sim/decode_graph.hpp"
+#include "sim/resources.hpp"
+#include "test_util.hpp"
+
+using namespace kvsim;
+
+namespace {
+struct Rig {
+  ModelConfig model;
+  GpuSpec gpu;
+  HostSpec host;
+  Calibration cal;
+  Deployment dep;
+  Rig(const std::string& m = "llama-3.1-8b", const std::string& g = "h100-sxm", const std::string& h = "")
+      : model(test::model(m)), gpu(test::gpu(g)), host(test::host(h.empty() ? gpu.default_host : h)) {
+    cal.half_run_bytes[size_t(Ceiling::hbm)] = 64;  // the library's roofline gather costs
+    cal.half_run_bytes[size_t(Ceiling::dram)] = 64;
+    cal.half_run_bytes[size_t(Ceiling::h2d)] = 24;
+    cal.half_run_bytes[size_t(Ceiling::d2h)] = 24;
+    dep = make_deployment(model, gpu, host, 1, model.dtype, model.dtype, 0.9, 8192, true, cal);
+  }
+  const Policy& pol(const std::string& n) const { return *find_policy(n); }
+  ParamValues params(const std::string& n, std::map<std::string, double> set = {}) const {
+    const Policy& p = pol(n);
+    ParamValues v = p.defaults();
+    for (auto& [k, x] : set) {
+      const int i = p.param_index(k);
+      EXPECT_GE(i, 0) << n << "." << k;
+      v[size_t(i)] = x;
+    }
+    return v;
+  }
+  StepResult step(const std::string& n, double batch, double prompt, std::map<std::string, double> set = {}) const {
+    return decode_step(dep, pol(n), params(n, set), StepShape{batch, prompt, 0});
+  }
+  PlanResult plan(const std::string& n, int64_t ctx, int64_t batch, std::map<std::string, double> set = {}) const {
+    const ParamValues v = params(n, set);
+    return evaluate(DesignPoint{&dep, &pol(n), &v, ctx, 1024, batch});
+  }
+};
+
+double phase_seconds(const StepResult& r, std::initializer_list<std::string_view> names) {
+  double s = 0;
+  for (const auto& p : r.phases)
+    for (auto n : names)
+      if (p.phase.name == n) s += p.seconds;
+  return s;
+}
+}  // namespace
+
+// The parameter names are part of the interface: scenario files and sweeps use them.
+TEST(Policies, RegistryAndParameterNames) {
+  const std::map<std::string, std::vector<std::string>> expected = {
+      {"full", {}},
+      {"streaming", {"sinks", "window"}},
+      {"snapkv", {"budget_tokens", "obs_window", "pool_kernel"}},
+      {"quest", {"page_size", "budget_tokens"}},
+      {"chess", {"page_size", "chunk_pages", "grid_chunks", "rho_grid", "rho_chunk", "rho_page", "sink_pages",
+                 "window_pages", "reselect_pages"}},
+      {"sentencekv", {"token_budget", "keep_factor", "obs_window", "sinks", "recent", "mean_sentence_tokens", "reselect"}},
+      {"chunkkv", {"chunk_size", "budget_ratio", "budget_tokens", "obs_window", "reuse_layers"}},
+      {"sekv", {"budget_ratio", "max_rank", "routing_dim", "alpha", "min_span", "local_window", "mean_span_tokens",
+                "anchor_ratio", "zoom_rate", "rank_ratio"}},
+      {"ctkvr", {"centroids", "probes", "per_centroid", "budget_tokens", "init_tokens", "local_tokens", "dedup",
+                 "rerank_on"}},
+  };
+  ASSERT_EQ(all_policies().size(), expected.size());
+  for (const auto& [name, params] : expected) {
+    const Policy* p = find_policy(name);
+    ASSERT_NE(p, nullptr) << name;
+    std::vector<std::string> got;
+    for (const auto& s : p->params()) {
+      got.push_back(s.name);
+      EXPECT_TRUE(s.range.contains(s.default_value)) << name << "." << s.name;
+      EXPECT_FALSE(s.doc.empty()) << name << "." << s.name;
+    }
+    EXPECT_EQ(got, params) << name;
+  }
+  // Paper defaults that the seeds state outright.
+  Rig r;
+  EXPECT_EQ(r.params("chess")[0], 32);                                                   // page size
+  EXPECT_DOUBLE_EQ(r.params("chess")[3] * r.params("chess")[4] * r.params("chess")[5], 0.01);  // 1% budget
+  EXPECT_EQ(r.params("chunkkv")[0], 10);
+  EXPECT_EQ(r.params("sekv")[1], 32);
+  EXPECT_EQ(r.params("ctkvr")[1], 4);
+  EXPECT_EQ(r.params("sentencekv")[0], 1024);
+}
+
+// Full KV grows linearly with context; at fixed token budgets SentenceKV and CTKVR grow only by their
+// scoring terms. CHESS and SEKV set budgets as ratios of the context (rho's, budget_ratio): their
+// attention grows by that ratio of full KV's slope, plus their selection/summary terms.
+TEST(Policies, FixedBudgetTpotGrowsOnlyByScoringTerms) {
+  Rig r;
+  const double n1 = 32768, n2 = 131072;
+  const double full_growth = r.step("full", 1, n2).seconds - r.step("full", 1, n1).seconds;
+  EXPECT_GT(full_growth, 0.003);
+  const std::map<std::string, std::vector<std::string_view>> scoring = {
+      {"sentencekv", {"sentence_score", "sentence_select", "load_kv"}},  // load_kv: shorter runs as r tau spreads
+      {"ctkvr", {"centroid_recall", "probe_dedup"}},
+  };
+  for (const auto& [name, phases] : scoring) {
+    SCOPED_TRACE(name);
+    const StepResult a = r.step(name, 1, n1), b = r.step(name, 1, n2);
+    double sa = 0, sb = 0;
+    for (auto ph : phases) sa += phase_seconds(a, {ph}), sb += phase_seconds(b, {ph});
+    const double other_growth = (b.serial_seconds - sb) - (a.serial_seconds - sa);
+    EXPECT_LT(std::abs(other_growth), 0.002 * a.serial_seconds);
+    EXPECT_LT(b.seconds - a.seconds, 0.1 * full_growth);
+  }
+  // CHESS at the paper's 1% working set: paged attention grows by ~1% of full attention's growth.
+  const StepResult c1 = r.step("chess", 1, n1), c2 = r.step("chess", 1, n2);
+  const StepResult f1 = r.step("full", 1, n1), f2 = r.step("full", 1, n2);
+  const double att = phase_seconds(c2, {"paged_attention"}) - phase_seconds(c1, {"paged_attention"});
+  const double fatt = phase_seconds(f2, {"attention"}) - phase_seconds(f1, {"attention"});
+  EXPECT_NEAR(att / fatt, 0.01, 0.002);
+  const double other = (c2.serial_seconds - phase_seconds(c2, {"paged_attention", "select_gemv", "hier_mask"})) -
+                       (c1.serial_seconds - phase_seconds(c1, {"paged_attention", "select_gemv", "hier_mask"}));
+  EXPECT_LT(std::abs(other), 1e-6);
+  const double sekv_growth = r.step("sekv", 1, n2).seconds - r.step("sekv", 1, n1).seconds;
+  EXPECT_GT(sekv_growth, 0);
+  EXPECT_LT(sekv_growth, 0.5 * full_growth);
+}
+
+// SentenceKV's and SEKV's transfers are on the H2D link, and at a large batch they bound the step.
+TEST(Policies, SentenceKvAndSekvTransfersUseH2d) {
+  Rig r;
+  for (const char* name : {"sentencekv", "sekv"}) {
+    SCOPED_TRACE(name);
+    const StepResult s = r.step(name, 32, 65536);
+    double h2d = 0;
+    for (const auto& p : s.phases) h2d += p.phase.work.h2d_bytes;
+    EXPECT_GT(h2d, 0);
+    EXPECT_TRUE(s.simulated);
+    const PlanResult pr = r.plan(name, 65536, 32);
+    ASSERT_TRUE(pr.feasible) << pr.reason;
+    EXPECT_EQ(pr.dominant, Bound::h2d);
+  }
+  // per_sentence reselection amortizes the copy over a sentence's tokens.
+  const double per_step = phase_seconds(r.step("sentencekv", 8, 65536), {"load_kv"});
+  const double per_sentence = phase_seconds(r.step("sentencekv", 8, 65536, {{"reselect", 1}}), {"load_kv"});
+  EXPECT_NEAR(per_sentence * 28, per_step, 1e-9 * per_step);
+}
+
+// CTKVR's rerank and sparse attention run on the host, beside the GPU; on a host with little DRAM
+// bandwidth they become the bottleneck of the step.
+TEST(Policies, CtkvrHostPhasesBindOnALowBandwidthHost) {
+  Rig big("llama-3.1-8b", "h100-sxm", "sapphire-rapids-2s"), small("llama-3.1-8b", "h100-sxm", "ci-2core");
+  for (const auto& p : big.step("ctkvr", 4, 32768).phases)
+    if (p.phase.name == "cpu_rerank" || p.phase.name == "cpu_attention") {
+      EXPECT_EQ(p.phase.device, Device::cpu);
+      EXPECT_GT(p.phase.work.dram_bytes, 0);
+    }
+  const StepResult a = big.step("ctkvr", 4, 32768), b = small.step("ctkvr", 4, 32768);
+  EXPECT_GT(b.seconds, 3 * a.seconds);
+  const double host_part = phase_seconds(b, {"cpu_rerank", "cpu_attention"});
+  EXPECT_GT(host_part, 0.8 * b.seconds);
+  // And the overlap is real: the simulated step is shorter than its phases in series.
+  EXPECT_LT(a.seconds, a.serial_seconds * 0.95);
+  // rerank_on=gpu moves the recalled keys over PCIe instead and uses no host compute.
+  const StepResult g = big.step("ctkvr", 4, 32768, {{"rerank_on", 1}});
+  for (const auto& p : g.phases) EXPECT_NE(p.phase.device, Device::cpu) << p.phase.name;
+}
+
+// CHESS's selection is a GEMV over vectors that grow with the context while its attention does not:
+// the selection's share of the step grows with context.
+TEST(Policies, ChessSelectionShareGrowsWithContext) {
+  Rig r;
+  double last = 0;
+  for (double n : {8192.0, 32768.0, 131072.0}) {
+    const StepResult s = r.step("chess", 8, n);
+    const double share = phase_seconds(s, {"select_gemv", "hier_mask"}) / s.seconds;
+    EXPECT_GT(share, last) << n;
+    last = share;
+  }
+}
+
+// Layer-wise index reuse scores one layer in N_reuse: the prefill scoring cost is divided by N_reuse.
+TEST(Policies, ChunkKvReuseDividesPrefillScoring) {
+  Rig r;  // 32 layers
+  auto scoring = [&](double reuse) {
+    PhaseList out;
+    r.pol("chunkkv").prefill(r.dep, r.params("chunkkv", {{"reuse_layers", reuse}}), 65536, out);
+    double flops = 0;
+    for (const auto& p : out)
+      if (p.name == "window_scores") flops += p.work.flops;
+    return flops;
+  };
+  EXPECT_DOUBLE_EQ(scoring(1) / scoring(2), 2.0);
+  EXPECT_DOUBLE_EQ(scoring(1) / scoring(4), 4.0);
+}
+
+// Memory formulas from the seeds, exactly.
+TEST(Policies, CtkvrIndexIsHkvTimesCTimesRhoInt32PerLayer) {
+  Rig r;
+  const double L = r.model.layers, hkv = r.model.kv_heads, C = 512;
+  auto hbm = [&](double rho) {
+    return r.pol("ctkvr").memory(r.dep, r.params("ctkvr", {{"centroids", C}, {"per_centroid", rho}}), 65536, 0).hbm_per_seq;
+  };
+  EXPECT_DOUBLE_EQ(hbm(2560) - hbm(1280), L * hkv * C * 1280 * 4);
+  // The seed's footnote 5: b, g, C, rho = 1, 4, 512, 2560 is 20 MB per layer.
+  EXPECT_NEAR(4 * C * 2560 * 4 / 1e6, 20.97, 0.01);
+}
+
+TEST(Policies, SekvCpuStorePerSpan) {
+  Rig r;
+  const double L = r.model.layers, hkv = r.model.kv_heads, d = r.model.head_dim, b = 2;
+  const double S = 64, spans = 100, rank = 8;  // rank_ratio 0.25 of min(|S|, d, R_max = 32)
+  const MemoryDemand m = r.pol("sekv").memory(
+      r.dep,
+      r.params("sekv", {{"mean_span_tokens", S}, {"anchor_ratio", 0}, {"local_window", 0}, {"rank_ratio", 0.25}}),
+      S * spans, 0);
+  EXPECT_DOUBLE_EQ(m.dram_per_seq, spans * 2 * L * hkv * rank * (S + d + 1) * b);
+}
+
+// A policy that offloads lets a larger batch fit than full KV on the same GPU.
+TEST(Policies, OffloadingFitsALargerBatch) {
+  Rig r;
+  const int64_t full = r.plan("full", 131072, 0).memory.max_batch;
+  EXPECT_GE(full, 1);
+  for (const char* name : {"sentencekv", "sekv", "ctkvr"}) {
+    const PlanResult p = r.plan(name, 131072, 0);
+    ASSERT_TRUE(p.feasible) << name << ": " << p.reason;
+    EXPECT_GT(p.memory.max_batch, full) << name;
+    EXPECT_GT(p.memory.kv_dram_bytes, 0) << name;
+  }
+}
+
+// The page-versus-token argument: the same tokens attended as 32-token pages cost less than as
+// single tokens, because a gather's efficiency depends on its run length.
+TEST(Policies, PagesBeatTokensAtTheSameBudget) {
+  Rig r;
+  const StepResult pages = r.step("chess", 16, 65536);
+  const StepResult tokens = r.step("chess", 16, 65536, {{"page_size", 1}, {"sink_pages", 32}, {"window_pages", 128}});
+  const double tp = phase_seconds(pages, {"paged_attention"}), tt = phase_seconds(tokens, {"paged_attention"});
+  EXPECT_GT(tt, 1.15 * tp);
+  EXPECT_NEAR(r.cal.efficiency(PhaseKind::attention, Ceiling::hbm, 256), 0.8, 1e-12);
+  EXPECT_NEAR(r.cal.efficiency(PhaseKind::attention, Ceiling::hbm, 32 * 256), 32 * 256 / (32 * 256 + 64.0), 1e-12);
+}
+
+// PCIe duplex: an H2D copy alone runs at its unidirectional rate; beside a D2H copy both drop to the
+// measured bidirectional rates.
+TEST(Policies, PcieDuplexSlowsH2dUnderD2h) {
+  Rig r("llama-3.1-8b", "a100-80g");
+  const Machine& m = r.dep.machine;
+  EXPECT_DOUBLE_EQ(m.h2d_duplex, 11e9);
+  using namespace kvsim::sim;
+  const auto cap = capacities(m);
+  auto copy = [&](bool h2d, double bytes) {
+    Phase p = blocks::copy("c", h2d, 1, bytes, 0, 1);
+    p.work.dram_bytes = p.work.hbm_bytes = 0;
+    p.work.launches = 0;
+    return to_sim_phase(p, m);
+  };
+  StepGraph alone(cap.size());
+  alone.add_phase(copy(true, 1e9));
+  EXPECT_NEAR(alone.run(cap, couplings(m)).makespan, 1e9 / m.h2d, 1e-12);
+  StepGraph both(cap.size());
+  const size_t up = both.add_phase(copy(true, 1e9));
+  both.add_phase(copy(false, 10e9));
+  const auto t = both.run(cap, couplings(m));
+  EXPECT_NEAR(t.finish[up], 1e9 / 11e9, 1e-9);
+  // Without the coupling the two directions would not interact.
+  EXPECT_NEAR(both.run(cap).finish[up], 1e9 / m.h2d, 1e-12);
+}
+
+// The decode graph: a single-stream policy is not simulated (its time is the exact sum), and a
+// simulated one with nothing to overlap reproduces the sum.
+TEST(Policies, DecodeGraphMatchesSumWithoutOverlap) {
+  Rig r;
+  const StepResult f = r.step("full", 4, 16384);
+  EXPECT_FALSE(f.simulated);
+  EXPECT_DOUBLE_EQ(f.seconds, f.serial_seconds);
+  PhaseList pol, dense;
+  decode_phase_lists(r.dep, r.pol("full"), {}, StepShape{4, 16384, 0}, pol, dense);
+  const auto g = sim::build_decode_graph(pol, dense, r.model.layers, r.dep.machine);
+  EXPECT_EQ(g.graph.size(), size_t(r.model.layers) * (dense.size() - 1 + pol.size()) + 1);
+  EXPECT_NEAR(g.graph.run(sim::capacities(r.dep.machine)).makespan, f.seconds, 1e-9 * f.seconds);
+  // Every policy's simulated step is no longer than its phases in series and no shorter than its
+  // longest phase.
+  for (const Policy* p : all_policies()) {
+    SCOPED_TRACE(std::string(p->name()));
+    const StepResult s = decode_step(r.dep, *p, p->defaults(), StepShape{8, 65536, 512});
+    double longest = 0;
+    for (const auto& ph : s.phases) longest = std::max(longest, ph.seconds);
+    EXPECT_LE(s.seconds, s.serial_seconds * (1 + 1e-9));
+    EXPECT_GE(s.seconds, longest * (1 - 1e-9));
+  }
+}
+
+// Choice parameters are written as words in scenarios and on the command line.
+TEST(Policies, ChoiceParametersInScenariosAndSet) {
+  auto r = test::run_kvsim("plan --policy sentencekv --policy ctkvr --context 32768 --batch 2 --format json "
+                           "--set sentencekv.reselect=per_sentence --set ctkvr.rerank_on=gpu");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["results"][0]["params"]["reselect"], "per_sentence");
+  EXPECT_EQ(j["results"][1]["params"]["rerank_on"], "gpu");
+  EXPECT_TRUE(j["results"][0]["vs_full"]["throughput"].is_number());
+  EXPECT_GT(j["results"][0]["vs_full"]["kv_hbm_per_seq"].get<double>(), 0);
+  r = test::run_kvsim("plan --policy sentencekv --set sentencekv.reselect=sometimes");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("per_step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sometimes"), std::string::npos) << r.out;
+}
+
+// The default plan compares every policy side by side with speedup and memory against full KV.
+TEST(Policies, PlanTableComparesAgainstFull) {
+  const auto r = test::run_kvsim("plan --context 32768");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* name : {"full", "streaming", "snapkv", "quest", "chess", "sentencekv", "chunkkv", "sekv", "ctkvr"})
+    EXPECT_NE(r.out.find(std::string("\n  ") + name + " "), std::string::npos) << name;
+  EXPECT_NE(r.out.find("xput/full"), std::string::npos);
+  EXPECT_NE(r.out.find("overlap hides"), std::string::npos);
+}
