@@ -49,4 +49,26 @@ void BM_DecodeStep(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeStep);
 
+// A complete design point for each policy. Policies whose phases use more than the GPU's main stream
+// (sentencekv, sekv, ctkvr) are simulated: L layers x their phases as a DAG through the max-min
+// fair event loop; events_per_s counts phase starts and finishes.
+void BM_PlanPolicy(benchmark::State& state) {
+  Fixture& f = fixture();
+  const Policy* pol = all_policies()[size_t(state.range(0))];
+  const ParamValues params = pol->defaults();
+  int64_t ctx = 8192;
+  double events = 0;
+  for (auto _ : state) {
+    DesignPoint p{&f.dep, pol, &params, ctx, 1024, 8};
+    PlanResult r = evaluate(p);
+    benchmark::DoNotOptimize(r.tpot_s);
+    if (r.simulated) events += 2.0 * (f.model.layers * (r.decode.size() - 1) + 1);
+    ctx = ctx >= 131072 ? 8192 : ctx + 977;
+  }
+  state.SetLabel(std::string(pol->name()));
+  state.counters["points_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+  if (events > 0) state.counters["events_per_s"] = benchmark::Counter(events, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PlanPolicy)->DenseRange(0, 8);
+
 }  // namespace
