@@ -10,6 +10,7 @@
 
 #include "model/deployment.hpp"
 #include "model/phase.hpp"
+#include "model/policy.hpp"
 
 namespace kvsim::blocks {
 
@@ -131,5 +132,15 @@ inline Phase window_scores(const Deployment& d, std::string_view name, double n,
 // One layer's K and V of one prompt: the transient HBM a compressing or offloading policy needs while
 // it builds its state layer by layer during prefill.
 inline double prompt_layer_kv(const Deployment& d, double prompt) { return prompt * shape(d).kv_row; }
+
+// Memory of a policy that evicts at prefill and keeps `kept` prompt tokens (plus the generated ones)
+// in HBM: the kept KV per sequence, and one prompt layer transiently while it compresses.
+inline MemoryDemand evicted_cache(const Deployment& d, double kept, double output, double prompt) {
+  MemoryDemand m;
+  m.kv_hbm_per_seq = (kept + output) * d.kv_bytes_per_token();
+  m.hbm_per_seq = m.kv_hbm_per_seq;
+  m.hbm_fixed = prompt_layer_kv(d, prompt);
+  return m;
+}
 
 }  // namespace kvsim::blocks

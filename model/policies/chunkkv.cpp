@@ -36,11 +36,7 @@ class ChunkKvPolicy final : public Policy {
     return std::min(prompt, std::max(lmax, std::min(prompt, p[kWindow])));
   }
   MemoryDemand memory(const Deployment& d, const ParamValues& p, double prompt, double output) const override {
-    MemoryDemand m;
-    m.kv_hbm_per_seq = (kept(p, prompt) + output) * d.kv_bytes_per_token();
-    m.hbm_per_seq = m.kv_hbm_per_seq;
-    m.hbm_fixed = blocks::prompt_layer_kv(d, prompt);
-    return m;
+    return blocks::evicted_cache(d, kept(p, prompt), output, prompt);
   }
   void prefill(const Deployment& d, const ParamValues& p, double prompt, PhaseList& out) const override {
     const auto s = blocks::shape(d);

@@ -24,11 +24,7 @@ class StreamingPolicy final : public Policy {
   }
   static double kept(const ParamValues& p, double tokens) { return std::min(tokens, p[kSinks] + p[kWindow]); }
   MemoryDemand memory(const Deployment& d, const ParamValues& p, double prompt, double output) const override {
-    MemoryDemand m;
-    m.kv_hbm_per_seq = kept(p, prompt + output) * d.kv_bytes_per_token();
-    m.hbm_per_seq = m.kv_hbm_per_seq;
-    m.hbm_fixed = blocks::prompt_layer_kv(d, prompt);  // a prompt's layer before eviction
-    return m;
+    return blocks::evicted_cache(d, kept(p, prompt + output), 0, prompt);
   }
   void prefill(const Deployment& d, const ParamValues& p, double prompt, PhaseList& out) const override {
     // Eviction keeps two contiguous ranges: a compaction of the kept tokens (long runs).

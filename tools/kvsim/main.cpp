@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
         std::printf("%s: %s\n", std::string(p->name()).c_str(), std::string(p->summary()).c_str());
         if (p->params().empty()) std::printf("  (no parameters)\n");
         for (const auto& s : p->params())
-          std::printf("  %-18s default %-12s %-22s %s\n", s.name.c_str(), param_text(s, s.default_value).c_str(),
+          std::printf("  %-20s default %-12s %-22s %s\n", s.name.c_str(), param_text(s, s.default_value).c_str(),
                       (s.choices.empty() ? "range " + s.range.describe() : "one of " + join(s.choices)).c_str(),
                       s.doc.c_str());
       }
