@@ -113,6 +113,8 @@ SlicedTrace::SlicedTrace(const TraceSource& base, const SliceSpec& spec, const s
     tokens_.entropy.assign(bt.entropy.begin(), bt.entropy.begin() + G);
     tokens_.varentropy.assign(bt.varentropy.begin(), bt.varentropy.begin() + G);
   }
+  if (!spec.command.empty())
+    meta_.source.command = (meta_.source.command.empty() ? "" : meta_.source.command + " | ") + spec.command;
   meta_.sentence_starts.clear();
   for (int64_t s : bm.sentence_starts)
     if (s < T) meta_.sentence_starts.push_back(s);

@@ -17,6 +17,7 @@ struct SliceSpec {
   int64_t step_begin = 0;     // query rows [step_begin, step_end) of the source
   std::optional<int64_t> step_end;  // empty = to the last row
   bool truncate_tokens = true;      // drop tokens after the last kept query position
+  std::string command;              // how the slice was made, appended to the source's command after " | "
 };
 
 // Parses "a:b", "a:", ":b" or "a" (one row) into the step range of `spec`; "0,3,5" / "2-5" lists into

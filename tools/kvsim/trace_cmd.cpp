@@ -1,0 +1,262 @@
+#include "tools/kvsim/trace_cmd.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "model/atomic_file.hpp"
+#include "model/error.hpp"
+#include "model/units.hpp"
+#include "tools/kvsim/progress.hpp"
+#include "traces/profile.hpp"
+#include "traces/slice.hpp"
+#include "traces/synthetic.hpp"
+#include "traces/trace_file.hpp"
+
+namespace kvsim {
+
+struct TraceCommands {
+  CLI::App* info = nullptr;
+  CLI::App* gen = nullptr;
+  CLI::App* slice = nullptr;
+  // info
+  std::string path, format = "table";
+  bool verify = false, no_profile = false;
+  int profile_layers = 4, profile_queries = 32;
+  // gen
+  std::string preset, config, out, dtype;
+  std::vector<std::string> sets;
+  // slice
+  std::string layers, kv_heads, steps;
+  bool keep_tokens = false;
+};
+
+namespace {
+
+std::string command_line(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+DType parse_out_dtype(const std::string& text, DType fallback) {
+  if (text.empty()) return fallback;
+  DType t;
+  if (!parse_dtype(text, t) || t == DType::fp8)
+    throw_input_error("command line", 0, "--dtype", "value '" + text + "' is not allowed; traces hold fp32, fp16 or bf16");
+  return t;
+}
+
+std::string list_text(const std::vector<int>& v, int whole) {
+  if (int(v.size()) == whole && whole > 0 && v.front() == 0 && v.back() == whole - 1)
+    return "all " + std::to_string(whole);
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return std::to_string(v.size()) + " of " + std::to_string(whole) + " [" + s + "]";
+}
+
+double bytes_on_disk(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return double(fs::file_size(path, ec));
+  double total = 0;
+  for (const auto& e : fs::directory_iterator(path, ec))
+    if (e.is_regular_file() && e.path().extension() == ".safetensors") total += double(e.file_size());
+  return total;
+}
+
+nlohmann::json info_json(const std::string& path, const TraceSource& t, const TraceProfile* prof) {
+  const TraceMeta& m = t.meta();
+  const TraceTokens& tk = t.tokens();
+  const double d = m.model.head_dim, eb = bytes_of(t.storage_dtype());
+  const double kv_bytes = double(m.layers.size()) * double(m.kv_heads.size()) * double(tk.tokens()) * d * eb;
+  const double q_bytes = double(m.layers.size()) * double(m.query_heads.size()) * double(tk.steps()) * d * eb;
+  int64_t decode = 0;
+  for (int64_t p : tk.query_positions) decode += p >= m.prompt_tokens;
+  nlohmann::json j = {
+      {"schema", "kvsim.trace_info/1"},
+      {"path", path},
+      {"file_bytes", bytes_on_disk(path)},
+      {"model",
+       {{"name", m.model.name}, {"layers", m.model.layers}, {"heads", m.model.heads}, {"kv_heads", m.model.kv_heads},
+        {"head_dim", m.model.head_dim}, {"rope_theta", m.model.rope_theta}, {"dtype", m.model.dtype}}},
+      {"stored",
+       {{"layers", m.layers}, {"kv_heads", m.kv_heads}, {"query_heads", m.query_heads},
+        {"dtype", std::string(to_string(t.storage_dtype()))}, {"values", t.has_values()}}},
+      {"tokens", tk.tokens()},
+      {"prompt_tokens", m.prompt_tokens},
+      {"generated_tokens", tk.tokens() - m.prompt_tokens},
+      {"sentences", m.sentence_starts.size()},
+      {"queries", tk.steps()},
+      {"decode_queries", decode},
+      {"statistics",
+       {{"surprisal", !tk.surprisal.empty()}, {"entropy", !tk.entropy.empty()}, {"varentropy", !tk.varentropy.empty()}}},
+      {"tensor_bytes", {{"keys", kv_bytes}, {"values", t.has_values() ? kv_bytes : 0.0}, {"queries", q_bytes}}},
+      {"source",
+       {{"kind", m.source.kind}, {"model", m.source.model}, {"text", m.source.text}, {"command", m.source.command},
+        {"seed", m.source.seed}}}};
+  if (prof) {
+    nlohmann::json cos = nlohmann::json::array();
+    for (const auto& c : prof->cosine)
+      if (c.pairs > 0) cos.push_back({{"distance", c.distance}, {"cosine", c.cosine}, {"pairs", c.pairs}});
+    j["profile"] = {{"layers_sampled", prof->layers_sampled},
+                    {"heads_sampled", prof->heads_sampled},
+                    {"queries_sampled", prof->queries_sampled},
+                    {"decode_queries", prof->decode_queries},
+                    {"sink_share", prof->sink_share},
+                    {"sink_share_uniform", prof->sink_share_uniform},
+                    {"recent_share", prof->recent_share},
+                    {"attention_entropy_nats", prof->entropy},
+                    {"attention_entropy_ratio", prof->entropy_ratio},
+                    {"mass90_fraction", prof->mass90_fraction},
+                    {"query_cosine", cos}};
+  }
+  return j;
+}
+
+std::string human_bytes(double b) {
+  char buf[64];
+  if (b >= kGiB) std::snprintf(buf, sizeof buf, "%.2f GiB", b / kGiB);
+  else if (b >= 1024.0 * 1024.0) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024.0));
+  else std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  return buf;
+}
+
+std::string info_table(const nlohmann::json& j, const TraceSource& t, const ProfileOptions& po) {
+  const TraceMeta& m = t.meta();
+  std::string s;
+  char buf[512];
+  auto line = [&](const char* fmt, auto... args) {
+    std::snprintf(buf, sizeof buf, fmt, args...);
+    s += buf;
+  };
+  line("trace:      %s (%s on disk)\n", j["path"].get<std::string>().c_str(), human_bytes(j["file_bytes"]).c_str());
+  line("model:      %s: %d layers, %d heads, %d KV heads, head_dim %d, rope_theta %g, %s\n", m.model.name.c_str(),
+       m.model.layers, m.model.heads, m.model.kv_heads, m.model.head_dim, m.model.rope_theta, m.model.dtype.c_str());
+  line("stored:     layers %s; KV heads %s; query heads %s\n", list_text(m.layers, m.model.layers).c_str(),
+       list_text(m.kv_heads, m.model.kv_heads).c_str(), list_text(m.query_heads, m.model.heads).c_str());
+  line("data:       %s keys %s, values %s, queries %s\n", std::string(to_string(t.storage_dtype())).c_str(),
+       human_bytes(j["tensor_bytes"]["keys"]).c_str(),
+       t.has_values() ? human_bytes(j["tensor_bytes"]["values"]).c_str() : "absent",
+       human_bytes(j["tensor_bytes"]["queries"]).c_str());
+  const int64_t T = t.tokens_count();
+  line("tokens:     %lld (prompt %lld + %lld generated), %zu sentences (mean %.1f tokens)\n", (long long)T,
+       (long long)m.prompt_tokens, (long long)(T - m.prompt_tokens), m.sentence_starts.size(),
+       double(T) / double(m.sentence_starts.size()));
+  line("queries:    %lld (%lld decode steps, %lld in the prompt window)\n", (long long)t.steps_count(),
+       (long long)j["decode_queries"].get<int64_t>(), (long long)(t.steps_count() - j["decode_queries"].get<int64_t>()));
+  line("statistics: surprisal %s, entropy/varentropy %s\n", t.tokens().surprisal.empty() ? "absent" : "yes",
+       t.tokens().entropy.empty() ? "absent" : "yes");
+  line("source:     %s%s%s%s%s\n", m.source.kind.empty() ? "(unknown)" : m.source.kind.c_str(),
+       m.source.model.empty() ? "" : (", model " + m.source.model).c_str(),
+       m.source.text.empty() ? "" : (", text " + m.source.text).c_str(),
+       m.source.seed >= 0 ? (", seed " + std::to_string(m.source.seed)).c_str() : "",
+       m.source.command.empty() ? "" : ("\n            " + m.source.command).c_str());
+  if (!j.contains("profile")) return s;
+  const auto& p = j["profile"];
+  line("profile:    %d layers x %d query heads x %d %s queries (sampled)\n", p["layers_sampled"].get<int>(),
+       p["heads_sampled"].get<int>(), p["queries_sampled"].get<int>(),
+       p["decode_queries"].get<bool>() ? "decode" : "prompt");
+  line("  sink share (first %d tokens)      %.3f   (uniform attention: %.4f)\n", po.sink_tokens,
+       p["sink_share"].get<double>(), p["sink_share_uniform"].get<double>());
+  line("  recent share (last %d tokens)     %.3f\n", po.recent_tokens, p["recent_share"].get<double>());
+  line("  attention entropy                 %.3f nats (%.2f of uniform)\n", p["attention_entropy_nats"].get<double>(),
+       p["attention_entropy_ratio"].get<double>());
+  line("  tokens holding 90%% of the mass    %.2f%% of the context\n", 100 * p["mass90_fraction"].get<double>());
+  if (!p["query_cosine"].empty()) {
+    s += "  query cosine by distance         ";
+    for (const auto& c : p["query_cosine"]) line(" %d: %.3f", c["distance"].get<int>(), c["cosine"].get<double>());
+    s += "\n";
+  }
+  return s;
+}
+
+int run_info(TraceCommands& c) {
+  auto trace = TraceFile::open(c.path);
+  if (c.verify) trace->check_finite_all();
+  ProfileOptions po;
+  po.max_layers = c.profile_layers;
+  po.max_queries = c.profile_queries;
+  TraceProfile prof;
+  if (!c.no_profile) prof = profile_trace(*trace, po);
+  const nlohmann::json j = info_json(c.path, *trace, c.no_profile ? nullptr : &prof);
+  if (c.format == "json") std::printf("%s\n", j.dump(2).c_str());
+  else std::fputs(info_table(j, *trace, po).c_str(), stdout);
+  return 0;
+}
+
+void write_with_progress(const std::string& out, const TraceSource& src, DType dtype) {
+  Progress bar("writing " + out);
+  write_trace(out, src, dtype, [&](double f) { bar.update(f); });
+  bar.finish();
+  std::fprintf(stderr, "kvsim: wrote %s (%s)\n", out.c_str(), human_bytes(bytes_on_disk(out)).c_str());
+}
+
+int run_gen(TraceCommands& c, const std::string& cmdline) {
+  if (c.preset.empty() == c.config.empty())
+    throw_input_error("command line", 0, "--preset/--config", "give exactly one: a preset name or a config file");
+  SyntheticConfig cfg = c.preset.empty() ? load_synthetic_config(c.config, c.sets)
+                                         : load_synthetic_preset(c.preset, c.sets);
+  cfg.command = cmdline;
+  const SyntheticTrace trace(cfg);
+  write_with_progress(c.out, trace, parse_out_dtype(c.dtype, trace.storage_dtype()));
+  return 0;
+}
+
+int run_slice(TraceCommands& c, const std::string& cmdline) {
+  auto trace = TraceFile::open(c.path);
+  SliceSpec spec;
+  if (!c.layers.empty()) spec.layers = parse_index_list(c.layers, "--layers");
+  if (!c.kv_heads.empty()) spec.kv_heads = parse_index_list(c.kv_heads, "--kv-heads");
+  if (!c.steps.empty()) parse_step_range(c.steps, spec, "--steps");
+  spec.truncate_tokens = !c.keep_tokens;
+  spec.command = cmdline;
+  const SlicedTrace slice(*trace, spec, c.path);
+  write_with_progress(c.out, slice, parse_out_dtype(c.dtype, trace->storage_dtype()));
+  return 0;
+}
+
+}  // namespace
+
+TraceCommands* add_trace_commands(CLI::App& app) {
+  static TraceCommands c;
+  auto* trace = app.add_subcommand("trace", "inspect, generate and slice attention traces (docs/trace-format.md)");
+  trace->require_subcommand(1);
+  c.info = trace->add_subcommand("info", "model, lengths, stored layers/heads, size and a structural profile");
+  c.info->add_option("trace", c.path, "trace file or shard directory")->required();
+  c.info->add_option("--format", c.format, "output format")->check(CLI::IsMember({"table", "json"}));
+  c.info->add_flag("--verify", c.verify, "scan every tensor for NaN/Inf (reads the whole trace)");
+  c.info->add_flag("--no-profile", c.no_profile, "skip the structural profile (reads only the header)");
+  c.info->add_option("--profile-layers", c.profile_layers, "layers sampled by the profile (0 = all)")
+      ->check(CLI::Range(0, 100000));
+  c.info->add_option("--profile-queries", c.profile_queries, "queries per head sampled by the profile (0 = all)")
+      ->check(CLI::Range(0, 100000000));
+
+  c.gen = trace->add_subcommand("gen", "write a synthetic trace (docs/synthetic-traces.md)");
+  c.gen->add_option("--preset", c.preset, "preset name from scenarios/traces/ (e.g. needle, multidoc-qa)");
+  c.gen->add_option("--config", c.config, "generator config YAML");
+  c.gen->add_option("--set", c.sets, "KEY=VALUE override of a generator knob (repeatable)");
+  c.gen->add_option("--dtype", c.dtype, "element type written: fp32, fp16 or bf16 (default: the config's)");
+  c.gen->add_option("-o,--out", c.out, "output .safetensors (written atomically)")->required();
+
+  c.slice = trace->add_subcommand("slice", "write a subset of a trace's layers, KV heads and query rows");
+  c.slice->add_option("trace", c.path, "trace file or shard directory")->required();
+  c.slice->add_option("--layers", c.layers, "model layers to keep, e.g. 0,4,8 or 0-3 (default: all stored)");
+  c.slice->add_option("--kv-heads", c.kv_heads, "KV heads to keep, with their query heads (default: all stored)");
+  c.slice->add_option("--steps", c.steps, "query rows to keep: A:B (B exclusive), A:, :B or one row A");
+  c.slice->add_flag("--keep-tokens", c.keep_tokens, "keep tokens after the last kept query (default: drop them)");
+  c.slice->add_option("--dtype", c.dtype, "element type written (default: the source's)");
+  c.slice->add_option("-o,--out", c.out, "output .safetensors (written atomically)")->required();
+  return &c;
+}
+
+int run_trace_command(TraceCommands& c, int argc, char** argv) {
+  const std::string cmdline = command_line(argc, argv);
+  if (c.info->parsed()) return run_info(c);
+  if (c.gen->parsed()) return run_gen(c, cmdline);
+  if (c.slice->parsed()) return run_slice(c, cmdline);
+  return -1;
+}
+
+}  // namespace kvsim
