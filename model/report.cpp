@@ -150,7 +150,7 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
     std::stable_sort(ph.begin(), ph.end(), [](auto* a, auto* b) { return a->seconds > b->seconds; });
     if (r.simulated)
       o << "    simulated step " << fmt("%.3f", r.tpot_s * 1e3) << " ms; phases alone sum to "
-        << fmt("%.3f", r.decode_serial_s * 1e3) << " ms (overlap hides " << fmt("%.0f", 100 * (1 - r.tpot_s / r.decode_serial_s))
+        << fmt("%.3f", r.decode_serial_s * 1e3) << " ms (overlap hides " << fmt("%.0f", std::max(0.0, 100 * (1 - r.tpot_s / r.decode_serial_s)))
         << "%)\n";
     o << "    decode step:";
     for (const PhaseResult* p : ph) {

@@ -65,7 +65,11 @@ class CtkvrPolicy final : public Policy {
     const auto s = blocks::shape(d);
     const double C = std::min(p[kC], prompt);
     // Centroid attention over all keys (softmax, max over the group), then top-rho per centroid.
-    out.push_back(blocks::window_scores(d, "centroid_scores", prompt, C, s.L));
+    // Unlike the observation-window policies the scores are not summed over the window: each centroid's
+    // row (max over the group) is written for qcivf_topk to select from, hkv * C * n fp32 per layer.
+    Phase cs = blocks::window_scores(d, "centroid_scores", prompt, C, s.L);
+    cs.work.hbm_bytes += s.L * s.hkv * C * prompt * 4;
+    out.push_back(cs);
     Phase top = blocks::select("qcivf_topk", 1, s.hkv * C, prompt, p[kRho], s.L);
     out.push_back(top);
     out.push_back(blocks::copy("offload", false, 1, std::max(0.0, prompt - gpu_tokens(p, prompt)) * s.kv_row, 0, s.L));
@@ -120,18 +124,33 @@ class CtkvrPolicy final : public Policy {
       Phase keys = blocks::copy("recall_keys_h2d", true, B, s.hkv * Lr * s.key_row, s.key_row, s.L);
       keys.after = {1, -1, -1};
       out.push_back(keys);
-      // 3: GPU rerank of the recalled keys (after the copy), top rho'.
+      // 3: GPU rerank of the recalled keys (after the copy).
       Phase rr = blocks::score(d, "gpu_rerank", B, s.hq, s.hkv, Lr, s.hd, s.bkv, s.L);
       rr.after = {2, -1, -1};
       out.push_back(rr);
-      // 4: the chosen tokens' values from DRAM.
+      // 4: top rho' of the reranked keys per KV head, as the CPU variant's rerank does.
+      Phase top = blocks::select("rerank_topk", B, s.hkv, Lr, chosen, s.L);
+      top.after = {3, -1, -1};
+      out.push_back(top);
+      // 5: the chosen tokens' values from DRAM.
       Phase vals = blocks::copy("values_h2d", true, B, s.hkv * chosen * s.key_row, s.key_row, s.L);
-      vals.after = {3, -1, -1};
+      vals.after = {4, -1, -1};
       out.push_back(vals);
-      // 5: attention over init + local + the chosen tokens (gathered: runs of one key row).
+      // 6: attention over init + local + the chosen tokens. The chosen keys and values sit contiguous in
+      // the staging buffer the copies filled, so this is a streaming read (run_bytes 0).
       Phase a = blocks::attention(d, "attention", B, gpu_tokens(p, n) + chosen, 0, true);
-      a.after = {4, -1, -1};
+      a.after = {5, -1, -1};
       out.push_back(a);
+      // 7: the token sliding out of the local window goes to DRAM, as in the CPU variant, off the
+      // critical path.
+      Phase evict = blocks::copy("evict_to_host", false, B, s.kv_row, 0, s.L);
+      evict.detached = true;
+      out.push_back(evict);
+      // 8: FIFO centroid update (§3.1.3): the chosen ids appended to the GPU-resident index.
+      Phase fifo = blocks::gather("centroid_update", B * s.hkv * p[kRho] * 4, 0, s.L);
+      fifo.after = {4, -1, -1};
+      fifo.detached = true;
+      out.push_back(fifo);
     }
   }
 };

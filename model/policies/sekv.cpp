@@ -30,7 +30,7 @@ class SekvPolicy final : public Policy {
   const std::vector<ParamSpec>& params() const override {
     static const std::vector<ParamSpec> p = {
         {"budget_ratio", 0.1, Range{0, 1, true}, false,
-         "GPU-resident KV budget as a fraction of full KV at peak, anchors and summaries included (§4.1: 10%)"},
+         "GPU-resident budget as a fraction of the prompt's KV (token-equivalents per layer and KV head), anchors, coarse entries and summaries included (§4.1: 10%)"},
         {"max_rank", 32, Range::between(1, 4096), true, "R_max: SVD rank cap (§4.1, App. A: R = 32)"},
         {"routing_dim", 32, Range::between(1, 4096), true, "d': routing summary dimension (§3.2: d' = 32)"},
         {"alpha", 1.0, Range::between(0, 100), false,

@@ -1,5 +1,5 @@
 // sentencekv (seed 001, SentenceKV: sentence-level semantic KV caching).
-// Prefill (§4.1, Algorithm 1): the prompt is split into sentences at punctuation; the last obs_window
+// Prefill (§4.1; pseudocode: App. A.2, Algorithm 1): the prompt is split into sentences at punctuation; the last obs_window
 // prompt queries score every token (summed over the window and all heads); the top floor(r * tau)
 // tokens over the whole prompt are kept (§A.7: global, not per sentence) and offloaded to pinned CPU
 // memory grouped by sentence; per (layer, KV head, sentence) the mean key of its kept tokens stays
