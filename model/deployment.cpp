@@ -41,7 +41,7 @@ Deployment make_deployment(const ModelConfig& m, const GpuSpec& g, const HostSpe
   d.bw = bytes_of(weight_dtype);
   d.bkv = bytes_of(kv_dtype);
   d.ba = bytes_of(d.act_dtype);
-  d.machine = make_machine(g, h, weight_dtype, d.act_dtype, cuda_graphs, cal);
+  d.machine = make_machine(g, h, weight_dtype, d.act_dtype, cuda_graphs, cal, tp);
   return d;
 }
 

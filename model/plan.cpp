@@ -46,7 +46,8 @@ MemoryReport plan_memory(const DesignPoint& p, std::string* reason) {
   MemoryReport r;
   r.weight_bytes = d.weight_bytes();
   r.hbm_usable = d.gpu->hbm_capacity_bytes * d.hbm_utilization;
-  r.dram_usable = d.host->dram_capacity_bytes;
+  // The tensor-parallel GPUs share one host; each holds its share of the offloaded KV there.
+  r.dram_usable = d.host->dram_capacity_bytes / d.tp;
   const double ws_fixed = workspace_fixed(d);
   const double hbm_free = r.hbm_usable - r.weight_bytes - ws_fixed - need.hbm_fixed;
   const double hbm_per_seq = need.hbm_per_seq + workspace_per_seq(d);

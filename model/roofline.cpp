@@ -3,15 +3,15 @@
 namespace kvsim {
 
 Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, DType act_dtype, bool cuda_graphs,
-                     const Calibration& cal) {
+                     const Calibration& cal, int gpus_per_host) {
   Machine m;
   m.tensor = gpu.tensor_peak(gemm_dtype);
   // A 16-bit activation dtype the GPU lacks (bf16 on Volta) runs as fp16.
   m.tensor_act = gpu.tensor_peak(act_dtype) > 0 ? gpu.tensor_peak(act_dtype) : gpu.tensor_fp16;
   m.simt = gpu.fp32;
-  m.host_compute = host.fp32;
+  m.host_compute = host.fp32 / gpus_per_host;
   m.hbm = gpu.hbm_bandwidth;
-  m.dram = host.dram_bandwidth;
+  m.dram = host.dram_bandwidth / gpus_per_host;
   m.h2d = gpu.h2d_pinned;
   m.d2h = gpu.d2h_pinned;
   m.h2d_duplex = gpu.h2d_under_d2h > 0 ? gpu.h2d_under_d2h : gpu.h2d_pinned;

@@ -27,8 +27,10 @@ struct Machine {
 
 // `gemm_dtype` selects the weight-GEMM tensor peak (fp8 needs hardware fp8 support, checked by the
 // caller), `act_dtype` the attention one. `cuda_graphs` chooses the per-kernel latency.
+// `gpus_per_host` GPUs share one host (the tensor-parallel group): phases are per GPU, so each GPU
+// gets that share of the host's DRAM bandwidth and CPU FLOP/s (its PCIe link is its own).
 Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, DType act_dtype, bool cuda_graphs,
-                     const Calibration& cal);
+                     const Calibration& cal, int gpus_per_host = 1);
 
 struct PhaseTime {
   double seconds = 0;

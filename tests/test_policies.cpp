@@ -322,3 +322,22 @@ TEST(Policies, PlanTableComparesAgainstFull) {
   EXPECT_NE(r.out.find("xput/full"), std::string::npos);
   EXPECT_NE(r.out.find("overlap hides"), std::string::npos);
 }
+
+// Tensor-parallel GPUs share one host: each gets 1/tp of its DRAM capacity, DRAM bandwidth and CPU
+// FLOP/s, so CTKVR's host phases slow down and the DRAM-limited batch shrinks as tp grows.
+TEST(Policies, TensorParallelGpusShareTheHost) {
+  Rig r;
+  const Deployment tp2 = make_deployment(r.model, r.gpu, r.host, 2, r.model.dtype, r.model.dtype, 0.9, 8192, true, r.cal);
+  EXPECT_DOUBLE_EQ(tp2.machine.dram, r.dep.machine.dram / 2);
+  EXPECT_DOUBLE_EQ(tp2.machine.host_compute, r.dep.machine.host_compute / 2);
+  EXPECT_DOUBLE_EQ(tp2.machine.hbm, r.dep.machine.hbm);  // each GPU keeps its own HBM and PCIe link
+  EXPECT_DOUBLE_EQ(tp2.machine.h2d, r.dep.machine.h2d);
+  const ParamValues v = r.params("ctkvr");
+  const PlanResult one = evaluate(DesignPoint{&r.dep, &r.pol("ctkvr"), &v, 131072, 1024, 0});
+  const PlanResult two = evaluate(DesignPoint{&tp2, &r.pol("ctkvr"), &v, 131072, 1024, 0});
+  EXPECT_DOUBLE_EQ(two.memory.dram_usable, one.memory.dram_usable / 2);
+  // Per GPU, tp 2 halves the heads but also the host's share: CPU phases take as long as at tp 1.
+  const StepResult s1 = decode_step(r.dep, r.pol("ctkvr"), v, StepShape{8, 131072, 0});
+  const StepResult s2 = decode_step(tp2, r.pol("ctkvr"), v, StepShape{8, 131072, 0});
+  EXPECT_NEAR(phase_seconds(s2, {"cpu_rerank"}), phase_seconds(s1, {"cpu_rerank"}), 1e-3 * phase_seconds(s1, {"cpu_rerank"}));
+}
