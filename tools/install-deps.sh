@@ -18,6 +18,7 @@ PACKAGES=(
   libbenchmark-dev      # Google Benchmark (kvsim bench, model throughput)
   libcli11-dev          # command line
   nlohmann-json3-dev    # JSON output
+  python3               # tools/capture/kvsim_trace.py: the Python trace writer, cross-checked in tests
 )
 # Optional: plots. Installed only when KVSIM_WITH_PLOTS=1 (not needed by tests).
 if [[ "${KVSIM_WITH_PLOTS:-0}" == "1" ]]; then PACKAGES+=(python3-matplotlib); fi
