@@ -44,7 +44,11 @@ uint64_t read_le64(const std::byte* p) {
 }
 
 std::string offsets_string(uint64_t b, uint64_t e) {
-  return "[" + std::to_string(b) + ", " + std::to_string(e) + "]";
+  std::string s = "[";  // built by appending: GCC 12 warns falsely (-Wrestrict) on "[" + std::string&&
+  s += std::to_string(b);
+  s += ", ";
+  s += std::to_string(e);
+  return s + "]";
 }
 
 [[noreturn]] void header_error(const std::string& path, const std::string& message) {
