@@ -2,6 +2,7 @@
 // directories, one specific error per malformed input, robustness against truncation and corruption,
 // and lazy reading (opening a large trace and reading one layer touches little memory).
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -661,6 +662,39 @@ TEST(TraceFileRobustness, TruncationAndCorruptionNeverCrash) {
     write_bytes(p.path, bad);
     expect_input_error_or_success(p.path, "data scramble " + std::to_string(i));
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The specification's own example (docs/trace-format.md, section 6) writes a trace we accept.
+
+TEST(TraceFileSpec, PythonExampleIsValid) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not available";
+  std::ifstream in(std::string(KVSIM_SOURCE_DIR) + "/docs/trace-format.md");
+  std::string line, code;
+  bool in_section = false, in_block = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) in_section = line.rfind("## 6.", 0) == 0;
+    if (!in_section) continue;
+    if (!in_block && line == "```python") { in_block = true; continue; }
+    if (in_block && line == "```") break;
+    if (in_block) code += line + "\n";
+  }
+  ASSERT_FALSE(code.empty()) << "no python block in section 6 of docs/trace-format.md";
+  TempPath dir("pyexample");
+  fs::create_directories(dir.path);
+  std::ofstream(dir.path + "/example.py") << code;
+  ASSERT_EQ(std::system(("cd '" + dir.path + "' && python3 example.py").c_str()), 0);
+  const auto tf = TraceFile::open(dir.path + "/toy.safetensors");
+  EXPECT_EQ(tf->tokens().token_ids, (std::vector<int32_t>{5, 9, 2, 7}));
+  EXPECT_EQ(tf->tokens().query_positions, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(tf->meta().prompt_tokens, 3);
+  float k[2], q[2];
+  tf->keys(0, 0, 3, 4, k);
+  tf->queries(0, 1, 1, 2, q);
+  EXPECT_EQ(k[0], 0.5f);
+  EXPECT_EQ(q[0], -1.0f);
+  EXPECT_EQ(q[1], 1.0f);
+  EXPECT_EQ(tf->kv_slot_of_query(1), 0);
 }
 
 // ---------------------------------------------------------------------------------------------------
