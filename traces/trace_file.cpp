@@ -268,7 +268,8 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path) {
     std::vector<std::string> files;
     for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
       const fs::path& f = it->path();
-      if (f.extension() == ".safetensors" && it->is_regular_file(ec)) files.push_back(f.string());
+      std::error_code type_ec;  // a dangling link is skipped, not an error of the listing
+      if (f.extension() == ".safetensors" && it->is_regular_file(type_ec)) files.push_back(f.string());
       if (files.size() > kMaxShards)
         throw_input_error(path, 0, "", "holds more than " + std::to_string(kMaxShards) +
                                            " .safetensors files; a shard directory has at most one per layer");

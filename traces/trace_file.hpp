@@ -7,6 +7,9 @@
 // Non-finite numbers in keys/values/queries would silently poison every score computed from them, but
 // scanning 60 GB at open would defeat the lazy reading. So a layer is scanned the first time any of its
 // rows is read (check_finite_layer), and `check_finite_all()` scans everything for `trace info`.
+//
+// The mapping assumes the file does not change while open: replacing it (as write_trace does, by
+// rename) is safe, but truncating it in place makes later reads fault (SIGBUS), as with any mmap.
 #pragma once
 #include <atomic>
 #include <functional>
