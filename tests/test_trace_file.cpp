@@ -245,6 +245,14 @@ TEST(TraceFileRoundTrip, Fp32IsExact) { round_trip(DType::fp32, 0.0f); }
 TEST(TraceFileRoundTrip, Fp16WithinHalfPrecision) { round_trip(DType::fp16, 1.0f / 2048); }
 TEST(TraceFileRoundTrip, Bf16WithinBfloatPrecision) { round_trip(DType::bf16, 1.0f / 256); }
 
+TEST(TraceFileRoundTrip, NonUtf8ProvenanceIsReplacedNotFatal) {
+  TempPath p("utf8.safetensors");
+  TraceMeta m = tiny_meta();
+  m.source.command = "kvsim trace make --text caf\xe9.txt";  // Latin-1 byte, not UTF-8
+  write_trace(p.path, MemoryTrace(m, tiny_tokens(false), false), DType::fp32);
+  EXPECT_EQ(TraceFile::open(p.path)->meta().source.command, "kvsim trace make --text caf\xef\xbf\xbd.txt");
+}
+
 TEST(TraceFileRoundTrip, WithoutValuesOrStatistics) {
   TempPath p("novalues.safetensors");
   MemoryTrace mem(tiny_meta(), tiny_tokens(false), false);

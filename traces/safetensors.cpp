@@ -342,7 +342,7 @@ SafetensorsLayout plan_safetensors(const std::vector<SafetensorsDecl>& tensors,
     j[t.name] = {{"dtype", std::string(st_dtype_name(t.dtype))}, {"shape", t.shape}, {"data_offsets", {b, e}}};
     out.data_bytes = e;
   }
-  std::string text = j.dump();
+  std::string text = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);  // never throws on bad UTF-8
   // Pad with spaces (valid JSON whitespace) so the data buffer starts 8-byte aligned, as the
   // reference implementation does: readers may then view fp32/i64 data in place.
   text.append((8 - text.size() % 8) % 8, ' ');

@@ -490,7 +490,9 @@ void write_trace(const std::string& path, const TraceSource& src, DType dtype,
   const int64_t T = tk.tokens(), S = tk.steps(), G = T - m.prompt_tokens, d = m.model.head_dim;
 
   SafetensorsWriter w(path);
-  w.set_metadata("kvsim_trace", trace_meta_to_json(m).dump());
+  // Free-text fields (a command line, a file name) may hold bytes that are not UTF-8; they are
+  // replaced (U+FFFD) rather than failing the write, since the JSON must be UTF-8.
+  w.set_metadata("kvsim_trace", trace_meta_to_json(m).dump(-1, ' ', false, json::error_handler_t::replace));
   // Small tensors first: a reader that wants only the token-level data finds it in the first pages.
   w.add_tensor("token_ids", StDType::I32, {T});
   w.add_tensor("query_positions", StDType::I64, {S});

@@ -66,13 +66,13 @@ class Reader {
   std::string string(const std::string& k) const {
     const json& v = get(k);
     if (!v.is_string())
-      throw_input_error(where_, 0, field(k), "is " + v.dump() + "; it must be a string");
+      throw_input_error(where_, 0, field(k), "is " + short_dump(v) + "; it must be a string");
     return v.get<std::string>();
   }
 
   double number(const std::string& k) const {
     const json& v = get(k);
-    if (!v.is_number()) throw_input_error(where_, 0, field(k), "is " + v.dump() + "; it must be a number");
+    if (!v.is_number()) throw_input_error(where_, 0, field(k), "is " + short_dump(v) + "; it must be a number");
     return v.get<double>();
   }
 
