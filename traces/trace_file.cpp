@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -78,6 +79,12 @@ std::string value_string(float v) {
   std::ostringstream o;
   o << v;
   return o.str();
+}
+
+template <typename T>
+std::string element_string(T v) {
+  if constexpr (std::is_integral_v<T>) return std::to_string(v);  // exact, even beyond float's 2^24
+  else return value_string(float(v));
 }
 
 // The first field where two kvsim_trace objects differ, with both values, or nothing.
@@ -329,7 +336,7 @@ std::unique_ptr<TraceFile> TraceFile::open(const std::string& path) {
       for (size_t i = 0; i < v.size(); ++i)
         if (!(v[i] == r[i]))
           throw_input_error(pp->path, 0, std::string(name) + "[" + std::to_string(i) + "]",
-                            "is " + value_string(float(v[i])) + " here but " + value_string(float(r[i])) + " in " +
+                            "is " + element_string(v[i]) + " here but " + element_string(r[i]) + " in " +
                                 ref->path + "; token-level tensors must be identical in every shard");
     }
     if (!ref && required) throw_input_error(tf->path_, 0, name, "no shard stores this tensor");
