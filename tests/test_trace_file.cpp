@@ -491,6 +491,16 @@ TEST(TraceFileErrors, WrongDtypes) {
   EXPECT_CONTAINS(open_error(p.path), "token_ids: tensor has dtype F32; allowed: I32, I64");
 }
 
+TEST(TraceFileErrors, TokenIdsOutsideInt32) {
+  TempPath p("ids.safetensors");
+  HandTrace h;
+  std::vector<int64_t> ids(12, 3);
+  ids[7] = -(int64_t(1) << 40);  // would wrap to 0 if narrowed unchecked
+  h["token_ids"] = {{"token_ids", StDType::I64, {12}}, std::string(reinterpret_cast<const char*>(ids.data()), 96)};
+  h.write(p.path);
+  EXPECT_CONTAINS(open_error(p.path), "token_ids[7]: value -1099511627776 is outside 0 .. 2147483647");
+}
+
 TEST(TraceFileErrors, UnknownAndMissingTensors) {
   TempPath p("names.safetensors");
   HandTrace h;

@@ -191,11 +191,9 @@ std::unique_ptr<TraceFile::Part> TraceFile::open_part(const std::string& path) {
   if (it == h.metadata.end()) {
     std::vector<std::string> present;
     for (const auto& [k, v] : h.metadata) present.push_back(k), (void)v;
-    std::string hint;
-    for (const auto& k : present)
-      if (hint.empty()) hint = suggestion("kvsim_trace", {k});
     throw_input_error(path, 0, "__metadata__",
-                      "has no 'kvsim_trace' key (keys present: " + join(present) + ")" + hint +
+                      "has no 'kvsim_trace' key (keys present: " + join(present) + ")" +
+                          suggestion("kvsim_trace", present) +
                           "; a kvsim trace describes itself there as a JSON string (docs/trace-format.md)");
   }
   p->meta = parse_trace_meta(it->second, path);
@@ -215,10 +213,10 @@ std::unique_ptr<TraceFile::Part> TraceFile::open_part(const std::string& path) {
   const std::vector<int64_t> id64 = read_ints(view(ids));
   p->tokens.token_ids.reserve(id64.size());
   for (size_t i = 0; i < id64.size(); ++i) {
-    if (id64[i] > INT32_MAX)
+    if (id64[i] < 0 || id64[i] > INT32_MAX)  // checked before narrowing, so no I64 value wraps
       throw_input_error(path, 0, "token_ids[" + std::to_string(i) + "]",
-                        "value " + std::to_string(id64[i]) + " is larger than " + std::to_string(INT32_MAX));
-    p->tokens.token_ids.push_back(int32_t(id64[i]));  // negative ids: validate_trace names them
+                        "value " + std::to_string(id64[i]) + " is outside 0 .. " + std::to_string(INT32_MAX));
+    p->tokens.token_ids.push_back(int32_t(id64[i]));
   }
   p->tokens.query_positions = read_ints(view(qp));
   if (sur) p->tokens.surprisal = read_floats(view(sur));
