@@ -56,7 +56,6 @@ SyntheticTrace::SyntheticTrace(SyntheticConfig cfg) : cfg_(std::move(cfg)), rope
   validate_synthetic_config(cfg_, cfg_.preset.empty() ? "synthetic config" : cfg_.preset);
   const int n = cfg_.head_dim / 2;
   const int64_t T = cfg_.prompt_tokens + cfg_.generated_tokens;
-  recency_pairs_ = cfg_.recency_pairs > 0 ? cfg_.recency_pairs : std::max(1, n / 4);
   if (cfg_.content_pairs > 0) {
     content_pairs_ = cfg_.content_pairs;
   } else {  // the lowest-frequency pairs below the sink pair that turn at most 1 rad over the whole trace
@@ -64,7 +63,14 @@ SyntheticTrace::SyntheticTrace(SyntheticConfig cfg) : cfg_(std::move(cfg)), rope
     for (int i = n - 2; i >= 0 && rope_frequency(i, cfg_.head_dim, cfg_.rope_theta) * double(T) <= 1.0; --i) ++c;
     const int cap = std::max(1, n / 2);
     content_pairs_ = std::clamp(c, std::min(4, cap), cap);
-    content_pairs_ = std::min(content_pairs_, n - 1 - recency_pairs_);
+    if (cfg_.recency_pairs > 0) content_pairs_ = std::min(content_pairs_, n - 1 - cfg_.recency_pairs);
+  }
+  if (cfg_.recency_pairs > 0) {
+    recency_pairs_ = cfg_.recency_pairs;
+  } else {  // the fast pairs the window is made of (see build_heads), as many as fit below the content
+    int r = 0;
+    while (r < n && rope_frequency(r, cfg_.head_dim, cfg_.rope_theta) >= 1.0 / (8.0 * cfg_.recency_window)) ++r;
+    recency_pairs_ = std::clamp(r, 1, n - 1 - content_pairs_);
   }
 
   TraceModel& mo = meta_.model;
@@ -295,19 +301,27 @@ void SyntheticTrace::build_heads() {
         if (int(basis.size()) < cd) basis.push_back(v);
         for (int e = 0; e < cd; ++e) ht.topic_dir[size_t(slot) * cd + e] = float(v[size_t(e)]);
       }
-      // Recency: a random unit vector over the recency pairs. Queries carry the same vector, so the
-      // post-RoPE dot product is sum_i |r_i|^2 cos(dt w_i): 1 at distance 0, decaying as the pairs
-      // fall out of phase.
+      // Recency: queries carry the same vector r as keys, so the post-RoPE dot product is the kernel
+      // K(dt) = sum_i |r_i|^2 cos(dt w_i): 1 at distance 0, falling as the pairs drift out of phase.
+      // Choosing |r_i|^2 proportional to w_i exp(-W w_i) samples the spectrum of the Lorentzian
+      // window W^2 / (W^2 + dt^2) on RoPE's geometric frequency grid (weight per log-frequency step =
+      // spectral density x w), so K is about 1/2 at dt = W = recency_window. Each head scales its pairs
+      // by a random factor in [0.5, 1.5) and takes random phases, for variety between heads.
       ht.recency.assign(size_t(d), 0.0f);
       const uint64_t kr = rng::key(s, kRecencyDir, uint64_t(l), uint64_t(h));
-      double rn = 0;
-      for (int i = 0; i < recency_pairs_; ++i)
-        for (int half : {0, n}) {
-          const double x = rng::normal(rng::word(kr, 2 * uint64_t(i + half)), rng::word(kr, 2 * uint64_t(i + half) + 1));
-          ht.recency[size_t(i + half)] = float(x);
-          rn += x * x;
-        }
-      for (auto& x : ht.recency) x = float(x / std::sqrt(rn));
+      std::vector<double> w(static_cast<size_t>(recency_pairs_));
+      double wsum = 0;
+      for (int i = 0; i < recency_pairs_; ++i) {
+        const double f = rope_frequency(i, d, c.rope_theta);
+        w[size_t(i)] = f * std::exp(-c.recency_window * f) * (0.5 + rng::uniform(rng::word(kr, 2 * uint64_t(i))));
+        wsum += w[size_t(i)];
+      }
+      for (int i = 0; i < recency_pairs_; ++i) {
+        const double a = std::sqrt(w[size_t(i)] / wsum);
+        const double ph = 6.283185307179586 * rng::uniform(rng::word(kr, 2 * uint64_t(i) + 1));
+        ht.recency[size_t(i)] = float(a * std::cos(ph));
+        ht.recency[size_t(i + n)] = float(a * std::sin(ph));
+      }
       const double phase = 6.283185307179586 * rng::uniform(rng::word(rng::key(s, kSinkDir, uint64_t(l), uint64_t(h)), 0));
       ht.sink[0] = float(std::cos(phase));
       ht.sink[1] = float(std::sin(phase));

@@ -57,9 +57,10 @@ struct SyntheticConfig {
   // ---- attention structure (nats of logit; see each effect) ----
   double topic_strength = 4;       // logit boost of same-topic tokens for a retrieval head's query
   int sink_tokens = 4;             // the first tokens, which every query can find at any distance
-  double sink_strength = 8;        // logit boost of each sink token for a local head's query
-  double recency_strength = 5;     // logit boost of the query's own position for a local head, decaying
-                                   // with distance over roughly 1/w of the slowest recency pair
+  double sink_strength = 10;       // logit boost of each sink token for a local head's query
+  double recency_strength = 8;     // logit boost of the nearest tokens for a local head's query; falls to
+                                   // half at distance recency_window (a Lorentzian window built from RoPE pairs)
+  double recency_window = 32;      // tokens: the width of that window
   double retrieval_heads = 0.25;   // fraction of (layer, kv head) pairs that are retrieval heads
   double weak_factor = 0.25;       // how much of a strength a head keeps for what it does not specialize in
                                    // (topic for local heads; recency and sinks for retrieval heads)
@@ -87,7 +88,8 @@ struct SyntheticConfig {
   // ---- RoPE layout (0 = automatic) ----
   int content_pairs = 0;  // lowest-frequency pairs (after the sink pair) carrying topics; 0: those that turn
                           // <= 1 rad over T, at least 4, at most d/4
-  int recency_pairs = 0;  // highest-frequency pairs carrying recency; 0: d/8
+  int recency_pairs = 0;  // highest-frequency pairs carrying recency; 0: those turning >= 1/(8 recency_window)
+                          // rad per token (the window needs them), as many as fit below the content pairs
 
   std::string preset;  // name or file it was loaded from (provenance)
 };
