@@ -139,8 +139,8 @@ TEST(SyntheticQueries, AdjacentQuerySimilarityDecaysWithDistance) {
   RecordProperty("cos_8", std::to_string(mean[1]));
   RecordProperty("cos_64", std::to_string(mean[2]));
   EXPECT_GT(mean[0], 0.8) << "adjacent queries should be very similar";
-  EXPECT_GT(mean[0], mean[1] + 0.05);
-  EXPECT_GT(mean[1], mean[2] + 0.05);
+  EXPECT_GT(mean[0], mean[1] + 0.02);
+  EXPECT_GT(mean[1], mean[2] + 0.02);
 }
 
 TEST(SyntheticAttention, SinkTokensReceiveTheLargestShare) {
@@ -169,6 +169,45 @@ TEST(SyntheticAttention, SinkTokensReceiveTheLargestShare) {
   std::vector<double> others(share.begin() + sinks, share.end());
   std::partial_sort(others.begin(), others.begin() + sinks, others.end(), std::greater<>());
   EXPECT_GT(sink_total, std::accumulate(others.begin(), others.begin() + sinks, 0.0));
+}
+
+// Head diversity: local heads (StreamingLLM's pattern) spend their attention on sinks and the recent
+// window; retrieval heads on tokens of the topic the query is about.
+TEST(SyntheticAttention, LocalHeadsLookNearRetrievalHeadsLookForTheirTopic) {
+  const SyntheticTrace tr(tiny({{"needles", "[]"}}));
+  const int d = tr.head_dim(), sinks = tr.config().sink_tokens;
+  const int64_t window = int64_t(tr.config().recency_window);
+  double local_near = 0, local_topic = 0, local_far = 0, retr_near = 0, retr_topic = 0, retr_far = 0;
+  int nl = 0, nr = 0;
+  for (int l = 0; l < int(tr.meta().layers.size()); ++l)
+    for (int h = 0; h < int(tr.meta().query_heads.size()); ++h) {
+      const int kv = tr.kv_slot_of_query(h);
+      const bool retrieval = tr.is_retrieval_head(tr.meta().layers[size_t(l)], tr.meta().kv_heads[size_t(kv)]);
+      const std::vector<float> keys = all_keys(tr, l, kv);
+      const std::vector<float> q = all_queries(tr, l, h);
+      for (int64_t s = tr.config().obs_window; s < tr.steps_count(); s += 8) {
+        const int64_t p = tr.tokens().query_positions[size_t(s)];
+        const std::vector<double> a = attention(&q[size_t(s) * d], keys, d, p);
+        double near = std::accumulate(a.begin(), a.begin() + sinks, 0.0) +
+                      std::accumulate(a.end() - window, a.end(), 0.0);
+        double topic = 0, far = 0;  // tokens of the query's topic; those outside the recent window
+        for (int64_t t = sinks; t <= p; ++t)
+          if (tr.token_topics()[size_t(t)] == tr.token_topics()[size_t(p)]) {
+            topic += a[size_t(t)];
+            if (t <= p - window) far += a[size_t(t)];
+          }
+        (retrieval ? retr_near : local_near) += near;
+        (retrieval ? retr_topic : local_topic) += topic;
+        (retrieval ? retr_far : local_far) += far;
+        ++(retrieval ? nr : nl);
+      }
+    }
+  ASSERT_GT(nl, 0);
+  ASSERT_GT(nr, 0);
+  EXPECT_GT(local_near / nl, 0.7) << "local heads: sinks + last recency_window tokens";
+  EXPECT_GT(retr_topic / nr, 0.6) << "retrieval heads: tokens of the query's topic";
+  EXPECT_GT(retr_far / nr, 2 * local_far / nl) << "retrieval heads find the topic beyond the window";
+  EXPECT_LT(retr_near / nr, local_near / nl);
 }
 
 // Needle in a haystack: in retrieval heads, the needle carries most of each decode query's attention.
