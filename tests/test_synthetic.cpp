@@ -420,4 +420,7 @@ TEST(SyntheticConfig, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.find("obs_window: value 5000 exceeds prompt_tokens (1792)"), std::string::npos) << e;
   e = error_of([&] { tiny({{"needles", "[{depth: 0.5, length: 1790}]"}}); });
   EXPECT_NE(e.find("needles: total needle length 1790 does not fit"), std::string::npos) << e;
+  e = error_of([&] { tiny({{"content_pairs", "31"}}); });
+  EXPECT_NE(e.find("content_pairs: content_pairs (31) + recency_pairs (0) + 1 sink pair exceed head_dim / 2 = 32"),
+            std::string::npos) << e;
 }

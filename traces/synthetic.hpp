@@ -109,6 +109,8 @@ void apply_override(SyntheticConfig& c, const std::string& key, const std::strin
 // the source for messages.
 void validate_synthetic_config(const SyntheticConfig& c, const std::string& where);
 
+// Every const member is safe to call from several threads at once (there is no mutable state), so a
+// writer can generate layers or heads in parallel.
 class SyntheticTrace final : public TraceSource {
  public:
   explicit SyntheticTrace(SyntheticConfig cfg);

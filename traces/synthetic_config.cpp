@@ -160,7 +160,7 @@ void validate_synthetic_config(const SyntheticConfig& c, const std::string& wher
   if (c.topics + int64_t(c.needles.size()) > 65535)
     fail("topics", "topics + needles must be at most 65535");
   const int n = c.head_dim / 2;
-  if (c.content_pairs + c.recency_pairs + 1 > n)
+  if (c.content_pairs + std::max(c.recency_pairs, 1) + 1 > n)  // at least one recency pair remains
     fail("content_pairs", "content_pairs (" + std::to_string(c.content_pairs) + ") + recency_pairs (" +
                               std::to_string(c.recency_pairs) + ") + 1 sink pair exceed head_dim / 2 = " +
                               std::to_string(n));
