@@ -376,6 +376,17 @@ TEST(SyntheticConfig, EveryPresetLoadsAndBuilds) {
     const SyntheticTrace tr(load_synthetic_config(n));
     EXPECT_EQ(tr.tokens_count(), tr.config().prompt_tokens + tr.config().generated_tokens);
   }
+  // Each preset has its situation: the needle halfway in; the generation drifting about every
+  // drift_steps tokens.
+  const SyntheticTrace needle(load_synthetic_config("needle"));
+  EXPECT_NEAR(double(needle.needle_spans().at(0).first) / needle.config().prompt_tokens, 0.5, 0.01);
+  const SyntheticTrace longgen(load_synthetic_config("long-generation"));
+  int changes = 0;
+  for (int64_t t = longgen.config().prompt_tokens + 1; t < longgen.tokens_count(); ++t)
+    changes += longgen.token_topics()[size_t(t)] != longgen.token_topics()[size_t(t - 1)];
+  const double expected = double(longgen.config().generated_tokens) / longgen.config().drift_steps;
+  EXPECT_GT(changes, 0.5 * expected);
+  EXPECT_LT(changes, 2.0 * expected);
   // `model: NAME` takes the shape from the model library.
   const SyntheticConfig c = load_synthetic_config("needle");
   const ModelConfig m = test::model("llama-3.1-8b");
