@@ -25,12 +25,13 @@ std::string kind_label(LibraryKind k) {
     case LibraryKind::host: return "host";
     case LibraryKind::model: return "model";
     case LibraryKind::calibration: return "calibration";
+    case LibraryKind::trace: return "trace preset";
   }
   return "?";
 }
 
 std::string kind_dir(LibraryKind k) {
-  static const char* sub[] = {"hardware", "hosts", "models", "calibration"};
+  static const char* sub[] = {"hardware", "hosts", "models", "calibration", "traces"};
   return library_dir() + "/" + sub[int(k)];
 }
 

@@ -1,4 +1,5 @@
-// The data library: scenarios/{hardware,hosts,models,calibration}/NAME.yaml. Names resolve there;
+// The data library: scenarios/{hardware,hosts,models,calibration,traces}/NAME.yaml (traces/ holds
+// synthetic-trace presets, traces/synthetic.hpp). Names resolve there;
 // a value containing '/' or ending in .yaml is taken as a path instead. The library directory is the
 // source tree's scenarios/ (compiled in), or $KVSIM_DATA_DIR when set.
 #pragma once
@@ -12,11 +13,11 @@
 
 namespace kvsim {
 
-enum class LibraryKind { hardware, host, model, calibration };
+enum class LibraryKind { hardware, host, model, calibration, trace };
 
 std::string library_dir();
 std::string kind_dir(LibraryKind k);   // e.g. "<library>/hardware"
-std::string kind_label(LibraryKind k); // "hardware", "host", "model", "calibration"
+std::string kind_label(LibraryKind k); // "hardware", "host", "model", "calibration", "trace preset"
 std::vector<std::string> library_names(LibraryKind k);  // sorted file stems
 
 // Resolves a name or a path to a file. Unknown names throw InputError naming `file`/`line`/`field`
