@@ -99,6 +99,7 @@ SyntheticTrace::SyntheticTrace(SyntheticConfig cfg) : cfg_(std::move(cfg)), rope
   meta_.source.model = cfg_.model_name;
   meta_.source.text = cfg_.preset.empty() ? "synthetic" : cfg_.preset;
   meta_.source.seed = int64_t(cfg_.seed & 0x7fffffffffffffffull);
+  meta_.source.command = cfg_.command;
 
   build_text();
   build_heads();

@@ -92,6 +92,7 @@ struct SyntheticConfig {
                           // rad per token (the window needs them), as many as fit below the content pairs
 
   std::string preset;  // name or file it was loaded from (provenance)
+  std::string command;  // the command line that generated it (provenance; empty when none)
 };
 
 // Loads a preset by name (scenarios/traces/NAME.yaml) or a YAML file path, then applies `overrides`

@@ -196,8 +196,15 @@ void write_with_progress(const std::string& out, const TraceSource& src, DType d
 int run_gen(TraceCommands& c, const std::string& cmdline) {
   if (c.preset.empty() == c.config.empty())
     throw_input_error("command line", 0, "--preset/--config", "give exactly one: a preset name or a config file");
-  SyntheticConfig cfg = c.preset.empty() ? load_synthetic_config(c.config, c.sets)
-                                         : load_synthetic_preset(c.preset, c.sets);
+  std::vector<std::pair<std::string, std::string>> overrides;
+  for (const std::string& s : c.sets) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw_input_error("command line", 0, "--set", "value '" + s + "' is not KEY=VALUE (e.g. --set seed=7)");
+    overrides.emplace_back(s.substr(0, eq), s.substr(eq + 1));
+  }
+  // A preset is a name in scenarios/traces/; --config is a path (a name works there too).
+  SyntheticConfig cfg = load_synthetic_config(c.preset.empty() ? c.config : c.preset, overrides);
   cfg.command = cmdline;
   const SyntheticTrace trace(cfg);
   write_with_progress(c.out, trace, parse_out_dtype(c.dtype, trace.storage_dtype()));
