@@ -30,6 +30,7 @@ torch and transformers are imported only after the arguments are parsed, so --he
 """
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -46,6 +47,13 @@ _T0 = time.time()
 
 def log(msg):
     print(f"[hf_capture {time.time() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def human(n):
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
 
 
 def die(msg, code=2):
@@ -359,7 +367,12 @@ class Recorder:
             rot = getattr(mod, "rotary_emb", None) or self.rotary_fallback
             if rot is None:
                 raise RuntimeError("no position_embeddings passed and no rotary_emb found")
-            pe = rot(v, pos_ids)
+            params = inspect.signature(rot.forward).parameters
+            if "position_ids" in params:  # transformers 4.38 .. 4.47: rotary_emb(x, position_ids)
+                pe = rot(v, pos_ids)
+            else:  # older: rotary_emb(x, seq_len) returns [seq_len, d] tables indexed by position
+                cos_t, sin_t = rot(v, seq_len=int(pos_ids.max()) + 1)
+                pe = (cos_t[pos_ids].to(q.dtype), sin_t[pos_ids].to(q.dtype))
         cos, sin = pe
         if apply_fn is not None:
             try:
@@ -528,8 +541,8 @@ def main(argv=None):
         f"dtype {dtype_name(torch, model.dtype)}")
     log(f"prompt {P} tokens, generating up to {args.gen}; storing layers {layers if len(layers) <= 8 else len(layers)}, "
         f"{len(kv_heads)} KV heads, {len(query_heads)} query heads, {W + args.gen} query rows")
-    log(f"trace size about {(per * (1 if args.no_values else 2) + qbytes) / 2**20:.1f} MiB "
-        f"(keys {per / 2**20:.1f} MiB{'' if args.no_values else ', values the same'}, queries {qbytes / 2**20:.1f} MiB)")
+    log(f"trace size about {human(per * (1 if args.no_values else 2) + qbytes)} "
+        f"(keys {human(per)}{'' if args.no_values else ', values the same'}, queries {human(qbytes)})")
     maxpos = getattr(model.config, "max_position_embeddings", None)
     if maxpos and T_max > maxpos:
         log(f"warning: {T_max} tokens exceed the model's max_position_embeddings = {maxpos}")
@@ -627,8 +640,8 @@ def main(argv=None):
         "prompt_tokens": P,
         "sentence_starts": starts,
         "source": {"kind": "huggingface", "model": args.model, "text": text_desc,
-                   "command": " ".join(shlex.quote(a) for a in [sys.argv[0]] + (argv if argv is not None
-                                                                                else sys.argv[1:])),
+                   "command": " ".join(shlex.quote(a) for a in ["python3", sys.argv[0]]
+                                       + (list(argv) if argv is not None else sys.argv[1:])),
                    "seed": -1},
     }
     extra = {"kvsim_capture": json.dumps({
@@ -648,7 +661,7 @@ def main(argv=None):
     log(f"writing {args.output}: T = {T}, P = {P}, S = {len(S_pos)}, {len(starts)} sentences")
     kvsim_trace.write_trace(args.output, meta, tensors, dtype=args.dtype, extra_metadata=extra)
     size = os.path.getsize(args.output)
-    log(f"wrote {args.output} ({size / 2**20:.1f} MiB); check it with: kvsim trace info {args.output}")
+    log(f"wrote {args.output} ({human(size)}); check it with: kvsim trace info {args.output}")
     if gen_ids:
         preview = tok.decode(gen_ids[:64], skip_special_tokens=True).replace("\n", " ")
         log(f"generated: {preview!r}")

@@ -86,8 +86,10 @@ def reference(model_dir, ids):
     import torch
     import transformers
 
-    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32,
-                                                              attn_implementation="eager")
+    from hf_capture import version_tuple
+
+    kw = {"dtype" if version_tuple(transformers.__version__) >= (4, 56) else "torch_dtype": torch.float32}
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager", **kw)
     model.eval()
     with torch.no_grad():
         out = model(input_ids=torch.tensor([ids]), output_attentions=True, use_cache=True)
@@ -160,7 +162,7 @@ def main():
         return 2
     try:
         import torch  # noqa: F401
-        import transformers  # noqa: F401
+        import transformers
         import tokenizers  # noqa: F401
     except ImportError as e:
         print(f"skipped: {e.name} is not installed (pip install torch transformers)")
@@ -173,7 +175,8 @@ def main():
         f.write(text)
     tok_dir = os.path.join(out, "tok")
     tok = build_tokenizer(tok_dir, text)
-    for kind in ("llama", "qwen2", "qwen3"):
+    kinds = ["llama", "qwen2"] + (["qwen3"] if hasattr(transformers, "Qwen3ForCausalLM") else [])
+    for kind in kinds:
         model_dir = os.path.join(out, f"tiny-{kind}")
         build_model(kind, model_dir, len(tok))
         tok.save_pretrained(model_dir)
