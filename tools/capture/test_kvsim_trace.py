@@ -360,6 +360,41 @@ def test_numpy_if_present(outdir):
         os.unlink(other)
 
 
+def test_torch_if_present(outdir):
+    try:
+        import torch
+    except ImportError:
+        return  # CI has no torch
+    tensors = make_tensors()
+    for dtype in DTYPES:
+        ref = os.path.join(outdir, "tmp_t_ref.safetensors")
+        kt.write_trace(ref, make_meta(), tensors, dtype=dtype)
+        for src in (torch.float64, torch.float32):
+            alt = dict(tensors)
+            for n in ("keys", "values", "queries"):
+                alt[n] = torch.tensor(tensors[n], dtype=src)
+            alt["token_ids"] = torch.tensor(tensors["token_ids"], dtype=torch.int32)
+            alt["query_positions"] = torch.tensor(QPOS)
+            alt["surprisal"] = torch.tensor(tensors["surprisal"])
+            other = os.path.join(outdir, "tmp_t_alt.safetensors")
+            kt.write_trace(other, make_meta(), alt, dtype=dtype)
+            with open(ref, "rb") as a, open(other, "rb") as b:
+                check(f"torch {src} input identical ({dtype})", a.read() == b.read())
+            os.unlink(other)
+        os.unlink(ref)
+    # A tensor already in the storage dtype, and a non-contiguous one.
+    k = torch.tensor(tensors["keys"], dtype=torch.float32)
+    t = dict(tensors, keys=k.to(torch.bfloat16))
+    p1 = os.path.join(outdir, "tmp_t1.safetensors")
+    kt.write_trace(p1, make_meta(), t, dtype="bf16")
+    got = kt.read_tensor(p1, "keys")
+    check("torch bf16 tensor stored as is", got == k.to(torch.bfloat16).float().reshape(-1).tolist())
+    t = dict(tensors, keys=k.transpose(2, 3).contiguous().transpose(2, 3))
+    kt.write_trace(p1, make_meta(), t, dtype="fp32")
+    check("torch non-contiguous tensor", kt.read_tensor(p1, "keys") == k.reshape(-1).tolist())
+    os.unlink(p1)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
@@ -367,7 +402,8 @@ def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     tests = [test_bit_patterns, lambda: test_write_and_read(outdir), lambda: test_input_kinds(outdir),
-             lambda: test_invalid(outdir), test_sentence_starts, lambda: test_numpy_if_present(outdir)]
+             lambda: test_invalid(outdir), test_sentence_starts, lambda: test_numpy_if_present(outdir),
+             lambda: test_torch_if_present(outdir)]
     for t in tests:
         try:
             t()
