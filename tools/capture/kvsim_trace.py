@@ -349,9 +349,22 @@ def _check_index_list(v, bound, field, bound_name, non_empty=True):
                              "(sorted, no duplicates)")
 
 
+_META_KEYS = ("schema", "model", "layers", "kv_heads", "query_heads", "prompt_tokens", "sentence_starts", "source")
+_MODEL_KEYS = ("name", "layers", "heads", "kv_heads", "head_dim", "rope_theta", "dtype")
+_SOURCE_KEYS = ("kind", "model", "text", "command", "seed")
+
+
+def _no_unknown(d, known, field):
+    extra = sorted(set(d) - set(known))
+    if extra:
+        raise ValueError(f"{field}: unknown key(s) {extra}; known: {', '.join(known)} "
+                         "(put anything else in write_trace's extra_metadata)")
+
+
 def _normalize_meta(meta):
     if not isinstance(meta, dict):
         raise ValueError("meta: must be a dict (the kvsim_trace metadata)")
+    _no_unknown(meta, _META_KEYS, "kvsim_trace")
     m = dict(meta)
     m.setdefault("schema", SCHEMA_VERSION)
     if m["schema"] != SCHEMA_VERSION:
@@ -360,6 +373,7 @@ def _normalize_meta(meta):
     mo = m.get("model")
     if not isinstance(mo, dict):
         raise ValueError("kvsim_trace.model: missing or not a dict")
+    _no_unknown(mo, _MODEL_KEYS, "kvsim_trace.model")
     mo = dict(mo)
     mo.setdefault("name", "")
     mo.setdefault("dtype", "")
@@ -402,6 +416,7 @@ def _normalize_meta(meta):
     src = m.get("source", {})
     if not isinstance(src, dict):
         raise ValueError("kvsim_trace.source: must be a dict")
+    _no_unknown(src, _SOURCE_KEYS, "kvsim_trace.source")
     src = dict(src)
     src.setdefault("kind", "other")
     for k in ("model", "text", "command"):

@@ -321,6 +321,9 @@ def test_invalid(outdir):
     expect_value_error("entropy length", lambda: w(entropy=tensors["entropy"] + [1.0]), "one per generated")
     expect_value_error("entropy without varentropy", lambda: w(varentropy=None), "come together")
     expect_value_error("non-finite entropy", lambda: w(entropy=[float("nan")] + tensors["entropy"][1:]), "finite")
+    expect_value_error("unknown metadata key", lambda: w(make_meta(prompt_token=3)), "unknown key")
+    expect_value_error("unknown model key", lambda: w(make_meta(model=dict(make_meta()["model"], layer=3))),
+                       "kvsim_trace.model: unknown key")
     expect_value_error("unknown tensor", lambda: w(attention=[1.0]), "unknown tensor")
     expect_value_error("missing keys", lambda: w(keys=None), "keys: missing")
     expect_value_error("bad dtype", lambda: kt.write_trace(path, make_meta(), tensors, dtype="int8"), "dtype")
