@@ -2,6 +2,9 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <numeric>
 
@@ -24,36 +27,72 @@ namespace {
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// Attention statistics of one query against keys 0..p, accumulated into `acc`.
+// How many of the largest probabilities it takes to reach `target` total mass, in two linear passes:
+// bucket the probabilities by their float exponent (each bucket spans a factor of 2), walk the buckets
+// from the top until the mass crosses `target`, and sort only the crossing bucket. (A full sort per
+// query made the profile of a 32K-token trace take seconds.)
+int64_t tokens_for_mass(const std::vector<float>& p, double target, std::vector<float>& scratch) {
+  std::array<double, 256> mass{};
+  std::array<int64_t, 256> count{};
+  for (float x : p) {
+    const unsigned e = std::bit_cast<uint32_t>(x) >> 23;  // probabilities are >= 0: no sign bit
+    mass[e] += x;
+    ++count[e];
+  }
+  double acc = 0;
+  int64_t taken = 0;
+  for (int e = 255; e >= 0; --e) {
+    if (count[size_t(e)] == 0) continue;
+    if (acc + mass[size_t(e)] < target) {
+      acc += mass[size_t(e)];
+      taken += count[size_t(e)];
+      continue;
+    }
+    scratch.clear();
+    for (float x : p)
+      if (std::bit_cast<uint32_t>(x) >> 23 == unsigned(e)) scratch.push_back(x);
+    std::sort(scratch.begin(), scratch.end(), std::greater<>());
+    for (float x : scratch) {
+      if (acc >= target) break;
+      acc += x;
+      ++taken;
+    }
+    return taken;
+  }
+  return taken;  // rounding left the total just below target: every token
+}
+
+// Attention statistics of queries against keys 0..p, accumulated.
 struct AttentionAccumulator {
   double sink = 0, sink_uniform = 0, recent = 0, entropy = 0, entropy_ratio = 0, mass90 = 0;
   int64_t count = 0;
-  std::vector<double> probs;  // scratch
+  std::vector<float> probs, scratch;
 
-  void add(const Eigen::VectorXf& scores, int64_t p, const ProfileOptions& o) {
+  // `scores` holds q.k / sqrt(d) for keys 0..p (and anything after p, ignored).
+  void add(const float* scores, int64_t p, const ProfileOptions& o) {
     const int64_t n = p + 1;
-    const double mx = scores.head(n).maxCoeff();
+    const float mx = *std::max_element(scores, scores + n);
     probs.resize(size_t(n));
-    double z = 0;
-    for (int64_t t = 0; t < n; ++t) z += probs[size_t(t)] = std::exp(double(scores[t]) - mx);
-    double h = 0, s = 0, r = 0;
+    double z = 0, zs = 0;  // sum of exp(s - mx) and of exp(s - mx) * (s - mx)
     for (int64_t t = 0; t < n; ++t) {
-      const double pr = probs[size_t(t)] /= z;
-      if (pr > 0) h -= pr * std::log(pr);
-      if (t < o.sink_tokens) s += pr;
-      if (t >= n - o.recent_tokens) r += pr;
+      const float x = scores[t] - mx, e = std::exp(x);
+      probs[size_t(t)] = e;
+      z += e;
+      zs += double(e) * x;
     }
-    // Tokens needed for 90% of the mass: the largest probabilities first.
-    std::sort(probs.begin(), probs.end(), std::greater<>());
-    double c = 0;
-    int64_t k = 0;
-    while (k < n && c < 0.9) c += probs[size_t(k++)];
+    // Entropy without a log per token: -sum p log p with log p = (s - mx) - log z.
+    const double h = std::log(z) - zs / z;
+    const float inv = float(1.0 / z);
+    double s = 0, r = 0;
+    for (int64_t t = 0; t < n; ++t) probs[size_t(t)] *= inv;
+    for (int64_t t = 0; t < std::min<int64_t>(o.sink_tokens, n); ++t) s += probs[size_t(t)];
+    for (int64_t t = std::max<int64_t>(0, n - o.recent_tokens); t < n; ++t) r += probs[size_t(t)];
     sink += s;
     sink_uniform += double(std::min<int64_t>(o.sink_tokens, n)) / double(n);
     recent += r;
     entropy += h;
     entropy_ratio += n > 1 ? h / std::log(double(n)) : 0;
-    mass90 += double(k) / double(n);
+    mass90 += double(tokens_for_mass(probs, 0.9, scratch)) / double(n);
     ++count;
   }
 };
@@ -89,40 +128,40 @@ TraceProfile profile_trace(const TraceSource& trace, const ProfileOptions& o) {
   std::vector<double> cos_sum(o.distances.size(), 0.0);
   std::vector<int64_t> cos_pairs(o.distances.size(), 0);
   RowMatrix K(last_pos + 1, d);
-  Eigen::VectorXf q(d), scores(last_pos + 1);
   // Query rows of the decode range, for the cosine statistics: contiguous rows decode.front()..back().
   const int64_t s0 = decode.front(), s1 = decode.back() + 1;
   RowMatrix Q(s1 - s0, d);
-  int loaded_kv = -1;
+  // The sampled queries of one KV head's whole query group, scored against its keys in one GEMM.
+  RowMatrix Qs, S;
   for (int64_t ls : layers) {
-    loaded_kv = -1;
-    for (int qs = 0; qs < int(m.query_heads.size()); ++qs) {
-      const int kv = trace.kv_slot_of_query(qs);
-      if (kv < 0) continue;
-      if (kv != loaded_kv) {
-        trace.keys(int(ls), kv, 0, last_pos + 1, K.data());
-        loaded_kv = kv;
-      }
-      trace.queries(int(ls), qs, s0, s1, Q.data());
-      for (int64_t s : picked) {
-        const int64_t p = tk.query_positions[size_t(s)];
-        q = Q.row(s - s0).transpose() * scale;
-        scores.head(p + 1).noalias() = K.topRows(p + 1) * q;
-        acc.add(scores, p, o);
-      }
-      // Cosine of query pairs `distance` positions apart (positions looked up, not assumed contiguous).
-      Q.rowwise().normalize();
-      for (size_t di = 0; di < o.distances.size(); ++di) {
-        const int64_t want = o.distances[di];
-        for (int64_t i = s0, j = s0; i < s1; ++i) {
-          const int64_t target = tk.query_positions[size_t(i)] + want;
-          while (j < s1 && tk.query_positions[size_t(j)] < target) ++j;
-          if (j >= s1) break;
-          if (tk.query_positions[size_t(j)] != target) continue;
-          cos_sum[di] += double(Q.row(i - s0).dot(Q.row(j - s0)));
-          ++cos_pairs[di];
+    for (int kv = 0; kv < int(m.kv_heads.size()); ++kv) {
+      std::vector<int> group;
+      for (int qs = 0; qs < int(m.query_heads.size()); ++qs)
+        if (trace.kv_slot_of_query(qs) == kv) group.push_back(qs);
+      if (group.empty()) continue;
+      trace.keys(int(ls), kv, 0, last_pos + 1, K.data());
+      Qs.resize(Eigen::Index(group.size() * picked.size()), d);
+      for (size_t g = 0; g < group.size(); ++g) {
+        trace.queries(int(ls), group[g], s0, s1, Q.data());
+        for (size_t i = 0; i < picked.size(); ++i) Qs.row(Eigen::Index(g * picked.size() + i)) = Q.row(picked[i] - s0);
+        // Cosine of query pairs `distance` positions apart (positions looked up, not assumed contiguous).
+        Q.rowwise().normalize();
+        for (size_t di = 0; di < o.distances.size(); ++di) {
+          const int64_t want = o.distances[di];
+          for (int64_t i = s0, j = s0; i < s1; ++i) {
+            const int64_t target = tk.query_positions[size_t(i)] + want;
+            while (j < s1 && tk.query_positions[size_t(j)] < target) ++j;
+            if (j >= s1) break;
+            if (tk.query_positions[size_t(j)] != target) continue;
+            cos_sum[di] += double(Q.row(i - s0).dot(Q.row(j - s0)));
+            ++cos_pairs[di];
+          }
         }
       }
+      S.noalias() = (Qs * scale) * K.transpose();
+      for (size_t g = 0; g < group.size(); ++g)
+        for (size_t i = 0; i < picked.size(); ++i)
+          acc.add(S.row(Eigen::Index(g * picked.size() + i)).data(), tk.query_positions[size_t(picked[i])], o);
     }
   }
   if (acc.count > 0) {
