@@ -99,3 +99,17 @@ TEST(TraceCli, BadInputExitsTwoNamesTheFieldAndWritesNothing) {
     EXPECT_FALSE(std::filesystem::exists(out)) << c.args;
   }
 }
+
+// Same seed, same bytes: the whole file, header and provenance included (the command line is recorded,
+// so both runs write the same path).
+TEST(TraceCli, SameSeedWritesTheSameBytes) {
+  const std::string path = tmp("det.safetensors");
+  const std::string args = "trace gen --preset tiny --set seed=5 -o '" + path + "'";
+  ASSERT_EQ(test::run_kvsim(args).exit_code, 0);
+  const std::string first = test::read_text(path);
+  ASSERT_EQ(test::run_kvsim(args).exit_code, 0);
+  EXPECT_GT(first.size(), 1000000u);
+  EXPECT_TRUE(first == test::read_text(path));
+  ASSERT_EQ(test::run_kvsim("trace gen --preset tiny --set seed=6 -o '" + path + "'").exit_code, 0);
+  EXPECT_FALSE(first == test::read_text(path));
+}
