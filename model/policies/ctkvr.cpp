@@ -87,7 +87,7 @@ class CtkvrPolicy final : public Policy {
     dd.work.hbm_bytes += s.L * B * s.hkv * (p[kProbes] * p[kRho] + Lr) * 4;
     dd.work.flops += s.L * B * s.hkv * p[kProbes] * p[kRho] * 2;
     out.push_back(dd);
-    if (p[kRerankOn] == kCpu) {
+    if (int(p[kRerankOn]) == kCpu) {
       // 2: q and the recalled ids to the host; the token sliding out of the local window to DRAM.
       Phase down = blocks::copy("ids_to_host", false, B, s.hq * s.hd * d.ba + s.hkv * Lr * 4 + s.kv_row, 0, s.L);
       down.after = {1, -1, -1};

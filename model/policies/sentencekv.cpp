@@ -78,7 +78,7 @@ class SentenceKvPolicy final : public Policy {
     const auto s = blocks::shape(d);
     const double B = st.batch, S = sentences(p, st.prompt), tau = std::min(p[kTau], kept(p, st.prompt));
     // per_sentence: the query of a finished sentence selects once; the selection serves its tokens.
-    const double every = p[kReselect] == kPerSentence ? 1.0 / p[kSentence] : 1.0;
+    const double every = int(p[kReselect]) == kPerSentence ? 1.0 / p[kSentence] : 1.0;
     Phase sc = blocks::score(d, "sentence_score", B, s.hq, s.hkv, S, s.hd, s.bkv, s.L);  // 0
     Phase sel = blocks::select("sentence_select", B, s.hkv, S, S, s.L);                   // 1
     Phase cp = blocks::copy("load_kv", true, B, tau * s.kv_row, run_tokens(p, st.prompt) * s.key_row, s.L);  // 2
