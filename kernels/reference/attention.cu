@@ -101,7 +101,8 @@ __global__ void attend_kernel(Src src, const float* Q, int d, float scale, float
       p[threadIdx.x] = pi;
       l += pi;
       __syncthreads();
-      const int64_t tile = min<int64_t>(blockDim.x, cnt - base);
+      const int64_t rest = cnt - base;
+      const int64_t tile = rest < int64_t(blockDim.x) ? rest : int64_t(blockDim.x);
       for (int j = 0; j < kMaxChan; ++j) {
         const int c = threadIdx.x + j * blockDim.x;
         if (c >= d) break;
