@@ -452,6 +452,53 @@ TEST(RefKernelsPooling, SegmentPageWeightedHierarchical) {
   }
 }
 
+TEST(RefKernelsScore, SekvRoutingScoresMatchFormula) {
+  const int64_t m = 9;
+  const int dp = 8;
+  const Vec q = randn(dp, 41), S = randn(m * dp, 42);
+  const std::vector<int32_t> len = {1, 2, 5, 16, 40, 3, 7, 100, 1};
+  Vec a(m);
+  sekv_routing_scores(q.data(), S.data(), m, dp, len.data(), a.data());
+  for (int64_t s = 0; s < m; ++s) {
+    double dot = 0;
+    for (int c = 0; c < dp; ++c) dot += double(q[c]) * S[s * dp + c];
+    EXPECT_NEAR(a[s], 1 / (1 + std::exp(-(dot / std::sqrt(double(dp)) + std::log(double(len[size_t(s)]))))), 1e-6);
+  }
+}
+
+TEST(RefKernelsQuest, SelectKeepsLastPageAndBestOthers) {
+  const Vec bound = {5, 1, 9, 9, 0.5f, 2, -1};
+  EXPECT_EQ(quest_select_pages(bound.data(), 7, 3), (std::vector<int32_t>{2, 3, 6}));  // last page counts in k
+  EXPECT_EQ(quest_select_pages(bound.data(), 7, 1), (std::vector<int32_t>{6}));
+  EXPECT_EQ(quest_select_pages(bound.data(), 7, 100), iota_ids(7));
+  EXPECT_TRUE(quest_select_pages(bound.data(), 7, 0).empty());
+}
+
+TEST(RefKernelsLowRank, PcaProjectionFindsTheDominantDirection) {
+  const int64_t n = 200;
+  const int d = 12, dp = 4;
+  Vec u = randn(d, 43);
+  double nu = 0;
+  for (float x : u) nu += double(x) * x;
+  for (auto& x : u) x = float(x / std::sqrt(nu));
+  const Vec t = randn(n, 44, 5.f), noise = randn(n * d, 45, 0.1f);
+  Vec X(n * d);
+  for (int64_t i = 0; i < n; ++i)
+    for (int c = 0; c < d; ++c) X[size_t(i * d + c)] = 3.f + t[size_t(i)] * u[size_t(c)] + noise[size_t(i * d + c)];
+  const Vec W = pca_projection(X.data(), n, d, dp);
+  ASSERT_EQ(W.size(), size_t(d * dp));
+  for (int a = 0; a < dp; ++a)
+    for (int b = 0; b < dp; ++b) {
+      double g = 0;
+      for (int c = 0; c < d; ++c) g += double(W[size_t(c * dp + a)]) * W[size_t(c * dp + b)];
+      EXPECT_NEAR(g, a == b ? 1.0 : 0.0, 1e-5);
+    }
+  double align = 0;
+  for (int c = 0; c < d; ++c) align += double(W[size_t(c * dp)]) * u[size_t(c)];
+  EXPECT_GT(std::abs(align), 0.999);
+  EXPECT_EQ(W, pca_projection(X.data(), n, d, dp));  // deterministic
+}
+
 double sq_err(const Vec& a, const Vec& b) {
   double e = 0;
   for (size_t i = 0; i < a.size(); ++i) e += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);

@@ -75,6 +75,22 @@ LowRankFactors randomized_svd(const float* X, int64_t n, int d, double energy_fr
   return pack(Q * svd.matrixU(), svd.singularValues(), svd.matrixV(), n, d, A.squaredNorm(), energy_fraction, r_max);
 }
 
+std::vector<float> pca_projection(const float* K, int64_t n, int d, int d_proj) {
+  d_proj = std::clamp(d_proj, 0, d);
+  MatD A = load(K, n, d);
+  A.rowwise() -= A.colwise().mean();
+  Eigen::BDCSVD<MatD> svd(A, Eigen::ComputeThinV);
+  MatD V = svd.matrixV();  // [d, min(n, d)] right singular vectors, by decreasing σ
+  std::vector<float> W(size_t(d) * d_proj, 0.f);
+  for (int j = 0; j < std::min<int>(d_proj, int(V.cols())); ++j) {
+    Eigen::Index arg;
+    V.col(j).cwiseAbs().maxCoeff(&arg);
+    const double sign = V(arg, j) < 0 ? -1.0 : 1.0;
+    for (int i = 0; i < d; ++i) W[size_t(i) * d_proj + j] = float(sign * V(i, j));
+  }
+  return W;
+}
+
 void lowrank_reconstruct(const float* us, const float* vt, int64_t n, int r, int d, float* out) {
   for (int64_t i = 0; i < n; ++i)
     for (int c = 0; c < d; ++c) {

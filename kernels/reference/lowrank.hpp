@@ -34,6 +34,12 @@ LowRankFactors truncated_svd(const float* X, int64_t n, int d, double energy_fra
 LowRankFactors randomized_svd(const float* X, int64_t n, int d, double energy_fraction, int r_max,
                               int oversample = 8, int power_iters = 2, uint64_t seed = 0);
 
+// PCA projection (SEKV's untrained stand-in for its trained routing projection W, brief): the top
+// d_proj principal directions of the rows of K[n, d] (centered), as W[d, d_proj] row-major, so a
+// query or key projects as x' = x·W. Directions are unit vectors, ordered by variance, each with its
+// sign fixed so that its largest-magnitude component is positive (deterministic). d_proj <= d.
+std::vector<float> pca_projection(const float* K, int64_t n, int d, int d_proj);
+
 // out[n, d] = (U·Σ)[n, r] · Vᵀ[r, d].
 void lowrank_reconstruct(const float* us, const float* vt, int64_t n, int r, int d, float* out);
 void lowrank_reconstruct(const LowRankFactors& f, float* out);

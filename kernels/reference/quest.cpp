@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/reference/hd.hpp"
+#include "kernels/reference/select.hpp"
 
 namespace kvsim::ref {
 
@@ -27,6 +28,17 @@ void quest_page_bound(const float* q, const float* kmin, const float* kmax, int6
     for (int c = 0; c < d; ++c) s += hd::quest_channel_bound(q[c], kmin[p * d + c], kmax[p * d + c]);
     bound[p] = s;
   }
+}
+
+std::vector<int32_t> quest_select_pages(const float* bound, int64_t num_pages, int64_t k) {
+  if (num_pages <= 0 || k <= 0) return {};
+  // The last page first, then the best k - 1 of the others.
+  std::vector<int32_t> kept = {int32_t(num_pages - 1)};
+  const int64_t others = std::min(k - 1, num_pages - 1);
+  kept.resize(size_t(1 + others));
+  topk_indices(bound, num_pages - 1, others, kept.data() + 1);
+  std::sort(kept.begin(), kept.end());
+  return kept;
 }
 
 }  // namespace kvsim::ref

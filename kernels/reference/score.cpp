@@ -36,6 +36,15 @@ void reduce_sum_rows(const float* S, int64_t m, int64_t n, float* out) {
     for (int64_t i = 0; i < n; ++i) out[i] += S[j * n + i];
 }
 
+void sekv_routing_scores(const float* q_proj, const float* summaries, int64_t m, int d_proj, const int32_t* span_len,
+                         float* alpha) {
+  const float inv_sqrt = 1.f / std::sqrt(float(d_proj));
+  for (int64_t s = 0; s < m; ++s) {
+    const float x = hd::dot(q_proj, summaries + s * d_proj, d_proj) * inv_sqrt + std::log(float(span_len[s]));
+    alpha[s] = 1.f / (1.f + std::exp(-x));
+  }
+}
+
 void softmax_rows(float* S, int64_t m, int64_t n) {
   for (int64_t j = 0; j < m; ++j) {
     float* r = S + j * n;

@@ -21,6 +21,12 @@ void reduce_max_rows(const float* S, int64_t m, int64_t n, float* out);
 // out[n] = Σ over the m rows of S[m, n] (kvpress/ChunkKV's sum over heads).
 void reduce_sum_rows(const float* S, int64_t m, int64_t n, float* out);
 
+// SEKV routing score (seed 003, eq. 5) of spans against one projected query q'[d']:
+// alpha[s] = sigmoid(q'·summary_s / sqrt(d') + log|S_s|), summaries[m, d'], span_len[m] >= 1.
+// (The paper's projection is trained; pca_projection in lowrank.hpp is the untrained stand-in.)
+void sekv_routing_scores(const float* q_proj, const float* summaries, int64_t m, int d_proj, const int32_t* span_len,
+                         float* alpha);
+
 // In-place softmax of each row of S[m, n] (max-shifted).
 void softmax_rows(float* S, int64_t m, int64_t n);
 
