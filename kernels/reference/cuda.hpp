@@ -1,0 +1,81 @@
+// Deliberately simple CUDA versions of the main reference kernels (kernels/reference/*.cu), built into
+// kvsim_kernels where nvcc exists (KVSIM_HAVE_CUDA defined). Each launcher takes DEVICE pointers with
+// the same shapes and meaning as its host twin in kvsim::ref (named in each comment), runs on the
+// default stream and synchronizes, and throws std::runtime_error on a CUDA error. The per-element math is
+// shared with the host versions through hd.hpp. No header here needs cuda_runtime.h.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kvsim::ref::cuda {
+
+// ---- device memory (so tests and replay need no CUDA headers) ----
+void* device_alloc(size_t bytes);
+void device_free(void* p);
+void copy_to_device(void* dst, const void* src, size_t bytes);
+void copy_to_host(void* dst, const void* src, size_t bytes);
+
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n) : n_(n), p_(n ? static_cast<T*>(device_alloc(n * sizeof(T))) : nullptr) {}
+  explicit DeviceBuffer(const std::vector<T>& h) : DeviceBuffer(h.size()) { upload(h); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : n_(o.n_), p_(o.p_) { o.n_ = 0, o.p_ = nullptr; }
+  ~DeviceBuffer() { device_free(p_); }
+  T* get() const { return p_; }
+  size_t size() const { return n_; }
+  void upload(const std::vector<T>& h) { copy_to_device(p_, h.data(), h.size() * sizeof(T)); }
+  std::vector<T> download(size_t n) const {
+    std::vector<T> h(n);
+    copy_to_host(h.data(), p_, n * sizeof(T));
+    return h;
+  }
+  std::vector<T> download() const { return download(n_); }
+
+ private:
+  size_t n_ = 0;
+  T* p_ = nullptr;
+};
+
+// ---- attention (one thread block per query row; out[rows, d], lse[rows]) ----
+// decode_attention / gqa_decode_attention: Q[rows, d] each against K[n, d], V[n, d].
+void decode_attention(const float* Q, int rows, const float* K, const float* V, int64_t n, int d, float scale,
+                      float* out, float* lse);
+// gather_attention / gqa_gather_attention: Q[rows, d] each over rows idx[0..m) of K, V (indices unchecked).
+void gather_attention(const float* Q, int rows, const float* K, const float* V, const int32_t* idx, int64_t m, int d,
+                      float scale, float* out, float* lse);
+// biased_attention over assembled entries: K[m, d], V[m, d], bias[m] (SEKV: log|S| on coarse entries).
+void biased_attention(const float* Q, int rows, const float* K, const float* V, const float* bias, int64_t m, int d,
+                      float scale, float* out, float* lse);
+// paged_decode_attention: q[B, num_qo_heads, head_dim]; cache NHD [num_pages, page_size, num_kv_heads,
+// head_dim]; indptr[B+1], indices, last_page_len[B] on the device. Sparse paged attention is the same call
+// with a rewritten indices list.
+void paged_decode_attention(const float* q, int batch, int num_qo_heads, const float* k_pages, const float* v_pages,
+                            int page_size, int num_kv_heads, int head_dim, const int32_t* indptr,
+                            const int32_t* indices, const int32_t* last_page_len, float scale, float* out, float* lse);
+
+// merge_state, row-wise: out[rows, d], lse_out[rows] from two states of rows (out may alias o_a or o_b;
+// lse_out must not alias lse_a or lse_b).
+void merge_state(const float* o_a, const float* lse_a, const float* o_b, const float* lse_b, int rows, int d,
+                 float* out, float* lse_out);
+
+// score_gemm: S[m, n] = scale·Q·Mᵀ, or cosine when `cosine`.
+void score_gemm(const float* Q, int64_t m, const float* M, int64_t n, int d, float* S, bool cosine, float scale = 1.f);
+
+// topk, per row of scores[rows, n]: out[rows, min(k, n)] in rank order (higher first, ties by lower
+// index, NaN last) — a full sort per row (thrust), deliberately simple. Returns min(k, n).
+int64_t topk_rows(const float* scores, int rows, int64_t n, int64_t k, int32_t* out);
+// dedup_inplace: sorts ids[0..n) and removes repeats; returns the new length.
+int64_t dedup_inplace(int32_t* ids, int64_t n);
+// gather_rows: dst[m, row_elems] = src rows idx[0..m) (indices unchecked).
+void gather_rows(const float* src, int64_t row_elems, const int32_t* idx, int64_t m, float* dst);
+// lowrank_reconstruct: out[n, d] = us[n, r] · vt[r, d].
+void lowrank_reconstruct(const float* us, const float* vt, int64_t n, int r, int d, float* out);
+// quest_page_bound: bound[num_pages] from kmin, kmax [num_pages, d].
+void quest_page_bound(const float* q, const float* kmin, const float* kmax, int64_t num_pages, int d, float* bound);
+
+}  // namespace kvsim::ref::cuda

@@ -1,0 +1,76 @@
+// Per-element logic shared by the host reference (*.cpp) and the simple CUDA kernels (*.cu), so both
+// are visibly the same arithmetic. KVSIM_HD is `__host__ __device__` under nvcc and empty elsewhere.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define KVSIM_HD __host__ __device__
+#else
+#define KVSIM_HD
+#endif
+
+namespace kvsim::ref::hd {
+
+KVSIM_HD inline float neg_inf() { return -INFINITY; }
+
+KVSIM_HD inline float dot(const float* a, const float* b, int d) {
+  float s = 0.f;
+  for (int i = 0; i < d; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Online softmax (the running state of a decode-attention row): m = max logit so far, l = Σ exp(s - m).
+// push() folds one logit in and says how to update the running numerator acc (acc = acc*rescale + p*v).
+// Logits of -inf (or NaN) contribute nothing.
+struct OnlineSoftmax {
+  float m = -INFINITY;
+  float l = 0.f;
+  KVSIM_HD void push(float s, float& rescale, float& p) {
+    if (!(s > -INFINITY)) {
+      rescale = 1.f;
+      p = 0.f;
+      return;
+    }
+    const float m_new = s > m ? s : m;
+    rescale = expf(m - m_new);  // 0 when m was -inf
+    p = expf(s - m_new);
+    l = l * rescale + p;
+    m = m_new;
+  }
+  // 1/l for normalizing the numerator (0 for an empty row) and the log-sum-exp (-inf for an empty row).
+  KVSIM_HD float inv_l() const { return l > 0.f ? 1.f / l : 0.f; }
+  KVSIM_HD float lse() const { return l > 0.f ? m + logf(l) : -INFINITY; }
+};
+
+// Weights for merging two normalized partial outputs (o_a, lse_a), (o_b, lse_b):
+// lse = log(e^lse_a + e^lse_b), o = o_a·e^(lse_a - lse) + o_b·e^(lse_b - lse). Either side may be empty
+// (lse = -inf); both empty gives weights 0 and lse -inf.
+KVSIM_HD inline float merge_weights(float lse_a, float lse_b, float& wa, float& wb) {
+  const float m = lse_a > lse_b ? lse_a : lse_b;
+  if (!(m > -INFINITY)) {
+    wa = wb = 0.f;
+    return -INFINITY;
+  }
+  const float ea = expf(lse_a - m), eb = expf(lse_b - m);
+  const float s = ea + eb;
+  wa = ea / s;
+  wb = eb / s;
+  return m + logf(s);
+}
+
+// Quest's per-channel upper bound of q_i·k_i over a page whose channel-i keys lie in [mn, mx].
+KVSIM_HD inline float quest_channel_bound(float q, float mn, float mx) {
+  const float a = q * mn, b = q * mx;
+  return a > b ? a : b;
+}
+
+// Ranking order used by every top-k: higher score first, ties broken by lower index; NaN ranks last.
+KVSIM_HD inline bool ranks_before(float sa, int64_t ia, float sb, int64_t ib) {
+  const bool na = sa != sa, nb = sb != sb;
+  if (na != nb) return nb;  // a non-NaN before a NaN
+  if (!na && sa != sb) return sa > sb;
+  return ia < ib;
+}
+
+}  // namespace kvsim::ref::hd

@@ -1,0 +1,53 @@
+#include "kernels/reference/ivf.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "kernels/reference/gather.hpp"
+#include "kernels/reference/score.hpp"
+#include "kernels/reference/select.hpp"
+
+namespace kvsim::ref {
+
+int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n, int d, float scale, int rho,
+                int32_t* ivf) {
+  const int rp = int(std::clamp<int64_t>(rho, 0, n));
+  std::vector<float> S(size_t(G) * n), A(static_cast<size_t>(n));
+  for (int c = 0; c < C; ++c) {
+    for (int g = 0; g < G; ++g) score_gemv(centroids + (int64_t(g) * C + c) * d, K, n, d, S.data() + int64_t(g) * n, ScoreKind::dot, scale);
+    softmax_rows(S.data(), G, n);
+    reduce_max_rows(S.data(), G, n, A.data());
+    topk_indices(A.data(), n, rp, ivf + int64_t(c) * rp);
+  }
+  return rp;
+}
+
+std::vector<int32_t> ctkvr_recall(const float* q, int G, const float* centroids, int C, int d, const int32_t* ivf,
+                                  int rho, int c_prime, std::vector<int32_t>* chosen) {
+  std::vector<float> S(size_t(G) * C), cos_kv(static_cast<size_t>(C));
+  for (int g = 0; g < G; ++g)
+    score_gemv(q + int64_t(g) * d, centroids + int64_t(g) * C * d, C, d, S.data() + int64_t(g) * C, ScoreKind::cosine);
+  reduce_max_rows(S.data(), G, C, cos_kv.data());
+  const auto top = topk(cos_kv, c_prime);
+  std::vector<int32_t> ids;
+  ids.reserve(top.size() * size_t(rho));
+  for (int32_t c : top) ids.insert(ids.end(), ivf + int64_t(c) * rho, ivf + int64_t(c + 1) * rho);
+  if (chosen) *chosen = top;
+  return dedup(ids);
+}
+
+std::vector<int32_t> ctkvr_rerank(const float* q, int G, const float* K, int64_t n, int d,
+                                  std::span<const int32_t> recalled, float scale, int rho_prime) {
+  const int64_t m = int64_t(recalled.size());
+  std::vector<float> rows(static_cast<size_t>(m * d));
+  gather_rows(K, n, d, recalled.data(), m, rows.data());
+  std::vector<float> S(size_t(G * m)), A(static_cast<size_t>(m));
+  score_gemm(q, G, rows.data(), m, d, S.data(), ScoreKind::dot, scale);
+  softmax_rows(S.data(), G, m);
+  reduce_max_rows(S.data(), G, m, A.data());
+  std::vector<int32_t> out;
+  for (int32_t j : topk(A, rho_prime)) out.push_back(recalled[size_t(j)]);
+  return out;
+}
+
+}  // namespace kvsim::ref

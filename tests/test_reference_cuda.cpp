@@ -1,0 +1,188 @@
+// The simple CUDA reference kernels (kernels/reference/*.cu) against their host twins on random inputs.
+// Compiles in every build; without CUDA built in, or without a GPU, each test skips and says why.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda_device.hpp"
+#include "kernels/reference/reference.hpp"
+#if defined(KVSIM_HAVE_CUDA)
+#include "kernels/reference/cuda.hpp"
+#endif
+
+namespace {
+
+// Skips the calling test unless a GPU is usable.
+#define REQUIRE_GPU()                                                      \
+  do {                                                                     \
+    std::string why;                                                       \
+    if (kvsim::cuda::devices(&why).empty()) GTEST_SKIP() << "no GPU: " << why; \
+  } while (0)
+
+#if defined(KVSIM_HAVE_CUDA)
+using namespace kvsim::ref;
+using Vec = std::vector<float>;
+template <class T>
+using DBuf = cuda::DeviceBuffer<T>;
+
+Vec randn(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.f, 1.f);
+  Vec v(n);
+  for (auto& x : v) x = g(rng);
+  return v;
+}
+void expect_close(const Vec& a, const Vec& b, double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isinf(b[i])) {
+      EXPECT_EQ(a[i], b[i]) << i;
+      continue;
+    }
+    EXPECT_NEAR(a[i], b[i], tol * (1 + std::abs(b[i]))) << i;
+  }
+}
+constexpr int D = 64;
+const float kScale = 0.125f;
+
+TEST(RefKernelsCuda, DenseGatherBiasedAttentionMatchHost) {
+  REQUIRE_GPU();
+  const int rows = 3;
+  for (int64_t n : {int64_t(0), int64_t(1), int64_t(200), int64_t(1000)}) {
+    const Vec Q = randn(rows * D, 1), K = randn(size_t(std::max<int64_t>(n, 1)) * D, 2), V = randn(size_t(std::max<int64_t>(n, 1)) * D, 3);
+    Vec ho(rows * D), hl(rows);
+    gqa_decode_attention(Q.data(), rows, K.data(), V.data(), n, D, kScale, ho.data(), hl.data());
+    DBuf<float> dQ(Q), dK(K), dV(V), dO(rows * D), dL(rows);
+    cuda::decode_attention(dQ.get(), rows, dK.get(), dV.get(), n, D, kScale, dO.get(), dL.get());
+    expect_close(dO.download(), ho, 1e-4);
+    expect_close(dL.download(), hl, 1e-4);
+    if (n < 10) continue;
+    std::vector<int32_t> idx = {int32_t(n - 1), 0, 5, 7, 5, int32_t(n / 2)};
+    gqa_gather_attention(Q.data(), rows, K.data(), V.data(), n, D, idx.data(), int64_t(idx.size()), kScale, ho.data(), hl.data());
+    DBuf<int32_t> dI(idx);
+    cuda::gather_attention(dQ.get(), rows, dK.get(), dV.get(), dI.get(), int64_t(idx.size()), D, kScale, dO.get(), dL.get());
+    expect_close(dO.download(), ho, 1e-4);
+    expect_close(dL.download(), hl, 1e-4);
+    Vec bias(static_cast<size_t>(n));
+    std::vector<AttnEntry> entries;
+    for (int64_t i = 0; i < n; ++i) {
+      bias[size_t(i)] = i % 5 == 0 ? std::log(float(1 + i % 13)) : (i % 7 == 0 ? -INFINITY : 0.f);
+      entries.push_back({K.data() + i * D, V.data() + i * D, bias[size_t(i)]});
+    }
+    for (int r = 0; r < rows; ++r) hl[r] = biased_attention(Q.data() + r * D, entries, D, kScale, ho.data() + r * D);
+    DBuf<float> dB(bias);
+    cuda::biased_attention(dQ.get(), rows, dK.get(), dV.get(), dB.get(), n, D, kScale, dO.get(), dL.get());
+    expect_close(dO.download(), ho, 1e-4);
+    expect_close(dL.download(), hl, 1e-4);
+  }
+}
+
+TEST(RefKernelsCuda, PagedAndSparsePagedMatchHost) {
+  REQUIRE_GPU();
+  const int ps = 16, Hkv = 2, Hq = 8, B = 3;
+  const int64_t num_pages = 40;
+  const Vec kp = randn(size_t(num_pages) * ps * Hkv * D, 4), vp = randn(size_t(num_pages) * ps * Hkv * D, 5);
+  std::vector<int32_t> perm(num_pages);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(6));
+  // Request 2 has no pages; request 1 is a sparse selection (a rewritten indices list).
+  const std::vector<int32_t> indptr = {0, 20, 27, 27}, last = {3, 16, 1};
+  const std::vector<int32_t> indices(perm.begin(), perm.begin() + 27);
+  const Vec q = randn(size_t(B) * Hq * D, 7);
+  Vec ho(size_t(B) * Hq * D), hl(size_t(B) * Hq);
+  PagedKV kv{kp.data(), vp.data(), num_pages, ps, Hkv, D};
+  paged_decode_attention(q.data(), Hq, kv, PageTable{indptr, indices, last}, kScale, ho.data(), hl.data());
+  DBuf<float> dq(q), dkp(kp), dvp(vp), dO(ho.size()), dL(hl.size());
+  DBuf<int32_t> dptr(indptr), didx(indices), dlast(last);
+  cuda::paged_decode_attention(dq.get(), B, Hq, dkp.get(), dvp.get(), ps, Hkv, D, dptr.get(), didx.get(), dlast.get(),
+                               kScale, dO.get(), dL.get());
+  expect_close(dO.download(), ho, 1e-4);
+  expect_close(dL.download(), hl, 1e-4);
+}
+
+TEST(RefKernelsCuda, MergeScoreQuestReconstructMatchHost) {
+  REQUIRE_GPU();
+  const int rows = 5;
+  const Vec oa = randn(rows * D, 8), ob = randn(rows * D, 9);
+  const Vec la = {0.5f, -INFINITY, 3.f, -INFINITY, 1.f}, lb = {1.5f, 2.f, -1.f, -INFINITY, 1.f};
+  Vec ho(rows * D), hl(rows);
+  for (int r = 0; r < rows; ++r) hl[r] = merge_state(oa.data() + r * D, la[r], ob.data() + r * D, lb[r], D, ho.data() + r * D);
+  DBuf<float> da(oa), db(ob), dla(la), dlb(lb), dO(rows * D), dL(rows);
+  cuda::merge_state(da.get(), dla.get(), db.get(), dlb.get(), rows, D, dO.get(), dL.get());
+  expect_close(dO.download(), ho, 1e-5);
+  expect_close(dL.download(), hl, 1e-5);
+
+  const int64_t m = 3, n = 517;
+  const Vec Q = randn(m * D, 10), M = randn(n * D, 11);
+  DBuf<float> dQ(Q), dM(M), dS(m * n);
+  for (bool cosine : {false, true}) {
+    Vec hs(m * n);
+    score_gemm(Q.data(), m, M.data(), n, D, hs.data(), cosine ? ScoreKind::cosine : ScoreKind::dot, 0.5f);
+    cuda::score_gemm(dQ.get(), m, dM.get(), n, D, dS.get(), cosine, 0.5f);
+    expect_close(dS.download(), hs, 1e-4);
+  }
+
+  const int64_t ntok = 300, P = 19;  // pages of 16, the last partial
+  const Vec K = randn(ntok * D, 12), q = randn(D, 13);
+  Vec kmin(P * D), kmax(P * D), hb(P);
+  quest_page_minmax(K.data(), ntok, D, 16, kmin.data(), kmax.data());
+  quest_page_bound(q.data(), kmin.data(), kmax.data(), P, D, hb.data());
+  DBuf<float> dq(q), dmin(kmin), dmax(kmax), dbnd(P);
+  cuda::quest_page_bound(dq.get(), dmin.get(), dmax.get(), P, D, dbnd.get());
+  expect_close(dbnd.download(), hb, 1e-5);
+
+  const Vec X = randn(96 * D, 14);
+  const auto f = truncated_svd(X.data(), 96, D, 0.9, 16);
+  Vec hr(96 * D);
+  lowrank_reconstruct(f, hr.data());
+  DBuf<float> dus(f.us), dvt(f.vt), dr(96 * D);
+  cuda::lowrank_reconstruct(dus.get(), dvt.get(), 96, f.rank, D, dr.get());
+  expect_close(dr.download(), hr, 1e-4);
+}
+
+TEST(RefKernelsCuda, TopkDedupGatherMatchHost) {
+  REQUIRE_GPU();
+  const int rows = 3;
+  const int64_t n = 1000, k = 37;
+  std::mt19937 rng(15);
+  Vec s(rows * n);
+  for (auto& x : s) x = float(rng() % 50);  // many ties
+  s[17] = NAN;
+  DBuf<float> ds(s);
+  DBuf<int32_t> dout(rows * k);
+  ASSERT_EQ(cuda::topk_rows(ds.get(), rows, n, k, dout.get()), k);
+  const auto got = dout.download();
+  for (int r = 0; r < rows; ++r) {
+    const auto want = topk(std::span<const float>(s.data() + r * n, size_t(n)), k);
+    EXPECT_EQ(std::vector<int32_t>(got.begin() + r * k, got.begin() + (r + 1) * k), want) << r;
+  }
+  std::vector<int32_t> ids(5000);
+  for (auto& i : ids) i = int32_t(rng() % 3000);
+  DBuf<int32_t> dids(ids);
+  const int64_t u = cuda::dedup_inplace(dids.get(), int64_t(ids.size()));
+  EXPECT_EQ(dids.download(size_t(u)), dedup(ids));
+  const int64_t w = 3 * D;
+  const Vec src = randn(200 * w, 16);
+  const std::vector<int32_t> idx = {199, 0, 42, 42, 7};
+  Vec hg(idx.size() * w);
+  gather_rows(src.data(), 200, w, idx.data(), int64_t(idx.size()), hg.data());
+  DBuf<float> dsrc(src), dg(hg.size());
+  DBuf<int32_t> didx(idx);
+  cuda::gather_rows(dsrc.get(), w, didx.get(), int64_t(idx.size()), dg.get());
+  EXPECT_EQ(dg.download(), hg);
+}
+
+#else  // no CUDA built in: one test that says so
+
+TEST(RefKernelsCuda, SkippedWithoutCuda) {
+  GTEST_SKIP() << "kvsim was built without CUDA (nvcc not found or KVSIM_CUDA=OFF)";
+}
+
+#endif
+
+}  // namespace
