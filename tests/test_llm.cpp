@@ -2,6 +2,8 @@
 // model (SmolLM2-135M-Instruct Q4_1) skip when it is absent: run tools/fetch-model.sh, or point
 // KVSIM_MODEL_DIR at a directory holding it.
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "traces/llm/gguf.hpp"
+#include "traces/llm/llama.hpp"
 #include "traces/llm/model_path.hpp"
 #include "traces/llm/tokenizer.hpp"
 
@@ -82,6 +85,241 @@ TEST(LlmTokenizer, SmolLM2RoundTripAndKnownIds) {
   EXPECT_EQ(t.encode("in 2024"), (std::vector<int32_t>{t.find("in"), 216, 34, 32, 34, 36}));
   EXPECT_EQ(t.encode("<|im_start|>user\nHi<|im_end|>"), (std::vector<int32_t>{1, 4093, 198, 26843, 2}));
   EXPECT_EQ(t.piece(260), "Ġthe");
+}
+
+// ---- the decoder ---------------------------------------------------------------------------------
+
+// The model, loaded once for the whole file (about a second and 540 MB of float weights).
+const LlamaModel* shared_model() {
+  static std::unique_ptr<LlamaModel> m;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    const std::string p = default_model_path();
+    if (!p.empty()) m = std::make_unique<LlamaModel>(p);
+  }
+  return m.get();
+}
+
+#define REQUIRE_LOADED_MODEL()                                                 \
+  const LlamaModel* mp = shared_model();                                       \
+  if (!mp) GTEST_SKIP() << "model not available: run tools/fetch-model.sh";    \
+  const LlamaModel& model = *mp
+
+// Used when the GPL text is not installed.
+const char* kFallbackText =
+    "The history of the city begins with a small settlement on the banks of the river. Over the "
+    "centuries, farmers and traders built houses, markets and bridges, and the town slowly grew into "
+    "a regional centre. In the nineteenth century the arrival of the railway changed everything: "
+    "factories opened near the station, workers moved in from the countryside, and new streets were "
+    "laid out to the north and east. Many of the old buildings were torn down, but the church, the "
+    "town hall and a few merchants' houses survived. Today the old town is a popular destination for "
+    "visitors, who come to walk along the river, visit the museum and taste the local food. The city "
+    "council has tried to balance the needs of residents with the demands of tourism, and it has "
+    "invested in public transport, parks and schools.";
+
+std::string perplexity_text() {
+  std::ifstream in("/usr/share/common-licenses/GPL-3");
+  if (!in) return kFallbackText;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str().substr(0, 1400);
+}
+
+TEST(LlmDecoder, ConfigFromMetadata) {
+  REQUIRE_LOADED_MODEL();
+  const LlamaConfig& c = model.config();
+  EXPECT_EQ(c.n_layer, 30);
+  EXPECT_EQ(c.n_embd, 576);
+  EXPECT_EQ(c.n_head, 9);
+  EXPECT_EQ(c.n_head_kv, 3);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.n_ff, 1536);
+  EXPECT_EQ(c.n_vocab, 49152);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 100000.0);
+  EXPECT_TRUE(c.tied_output);
+}
+
+// Perplexity of English text. Measured: 20.95 on the first 1400 characters of the GPL-3 (313
+// tokens; 19.1 on 2000 characters, 446 tokens) and 11.8 on the fallback paragraph (159 tokens). A broken decoder
+// scores in the hundreds or thousands (e.g. the half-split RoPE pairing of HF checkpoints instead
+// of GGUF's interleaved one gives 206; random logits ~49K), so 40 leaves a wide margin.
+TEST(LlmDecoder, PerplexityOfEnglishText) {
+  REQUIRE_LOADED_MODEL();
+  const std::vector<int32_t> ids = model.tokenizer().encode(perplexity_text());
+  ASSERT_GT(ids.size(), 150u);
+  LlamaSession s(model);
+  const Eigen::MatrixXf logits = s.prefill(ids, true, 64);
+  double nll = 0;
+  for (size_t j = 0; j + 1 < ids.size(); ++j) nll += log_sum_exp(logits.col(Eigen::Index(j))) - logits(ids[j + 1], Eigen::Index(j));
+  const double ppl = std::exp(nll / double(ids.size() - 1));
+  std::printf("perplexity %.2f over %zu tokens\n", ppl, ids.size());
+  EXPECT_LT(ppl, 40.0);
+  EXPECT_GT(ppl, 2.0);
+}
+
+// A separate, plain forward pass in double over the same (dequantized) weights: loops only, no
+// Eigen products, no KV cache, the RoPE angles computed directly from the metadata.
+std::vector<std::vector<double>> reference_logits(const LlamaModel& m, const std::vector<int32_t>& toks,
+                                                  const std::vector<int>& at) {
+  const LlamaConfig& c = m.config();
+  const LlamaWeights& w = m.weights();
+  const int n = int(toks.size()), E = c.n_embd, d = c.head_dim, H = c.n_head, Hkv = c.n_head_kv, F = c.n_ff;
+  using Vec = std::vector<double>;
+  std::vector<Vec> x(static_cast<size_t>(n), Vec(static_cast<size_t>(E)));
+  for (int t = 0; t < n; ++t)
+    for (int i = 0; i < E; ++i) x[size_t(t)][size_t(i)] = w.token_embd(i, toks[size_t(t)]);
+  auto norm = [&](const Vec& v, const Eigen::VectorXf& g) {
+    double ss = 0;
+    for (double a : v) ss += a * a;
+    const double r = 1.0 / std::sqrt(ss / double(v.size()) + c.rms_eps);
+    Vec o(v.size());
+    for (size_t i = 0; i < v.size(); ++i) o[i] = v[i] * r * g[Eigen::Index(i)];
+    return o;
+  };
+  auto matvec = [](const Eigen::MatrixXf& W, const Vec& v) {  // W is [in, out]: y_o = sum_i W(i, o) v_i
+    Vec y(size_t(W.cols()), 0.0);
+    for (Eigen::Index o = 0; o < W.cols(); ++o) {
+      double acc = 0;
+      for (Eigen::Index i = 0; i < W.rows(); ++i) acc += double(W(i, o)) * v[size_t(i)];
+      y[size_t(o)] = acc;
+    }
+    return y;
+  };
+  auto rope = [&](Vec& v, int heads, int pos) {
+    for (int h = 0; h < heads; ++h)
+      for (int i = 0; i < c.rope_dim / 2; ++i) {
+        const double a = pos * std::pow(c.rope_theta, -2.0 * i / c.rope_dim);
+        double& x0 = v[size_t(h * d + 2 * i)];
+        double& x1 = v[size_t(h * d + 2 * i + 1)];
+        const double a0 = x0, a1 = x1;
+        x0 = a0 * std::cos(a) - a1 * std::sin(a);
+        x1 = a0 * std::sin(a) + a1 * std::cos(a);
+      }
+  };
+  for (int l = 0; l < c.n_layer; ++l) {
+    const LlamaLayerWeights& L = w.layers[size_t(l)];
+    std::vector<Vec> q(static_cast<size_t>(n)), k(static_cast<size_t>(n)), v(static_cast<size_t>(n));
+    for (int t = 0; t < n; ++t) {
+      const Vec h = norm(x[size_t(t)], L.attn_norm);
+      q[size_t(t)] = matvec(L.wq, h);
+      k[size_t(t)] = matvec(L.wk, h);
+      v[size_t(t)] = matvec(L.wv, h);
+      rope(q[size_t(t)], H, t);
+      rope(k[size_t(t)], Hkv, t);
+    }
+    for (int t = 0; t < n; ++t) {
+      Vec o(size_t(H * d), 0.0);
+      for (int hq = 0; hq < H; ++hq) {
+        const int kh = hq / (H / Hkv);
+        Vec p(size_t(t + 1));
+        double mx = -1e300;
+        for (int s = 0; s <= t; ++s) {
+          double dot = 0;
+          for (int i = 0; i < d; ++i) dot += q[size_t(t)][size_t(hq * d + i)] * k[size_t(s)][size_t(kh * d + i)];
+          p[size_t(s)] = dot / std::sqrt(double(d));
+          mx = std::max(mx, p[size_t(s)]);
+        }
+        double sum = 0;
+        for (double& a : p) sum += (a = std::exp(a - mx));
+        for (int s = 0; s <= t; ++s)
+          for (int i = 0; i < d; ++i) o[size_t(hq * d + i)] += p[size_t(s)] / sum * v[size_t(s)][size_t(kh * d + i)];
+      }
+      const Vec a = matvec(L.wo, o);
+      for (int i = 0; i < E; ++i) x[size_t(t)][size_t(i)] += a[size_t(i)];
+      const Vec h = norm(x[size_t(t)], L.ffn_norm);
+      const Vec g = matvec(L.w_gate, h), u = matvec(L.w_up, h);
+      Vec act(static_cast<size_t>(F));
+      for (int i = 0; i < F; ++i) act[size_t(i)] = g[size_t(i)] / (1.0 + std::exp(-g[size_t(i)])) * u[size_t(i)];
+      const Vec dn = matvec(L.w_down, act);
+      for (int i = 0; i < E; ++i) x[size_t(t)][size_t(i)] += dn[size_t(i)];
+    }
+  }
+  std::vector<Vec> out;
+  for (int t : at) out.push_back(matvec(w.output_matrix(), norm(x[size_t(t)], w.output_norm)));
+  return out;
+}
+
+TEST(LlmDecoder, LogitsMatchAPlainDoubleForwardPass) {
+  REQUIRE_LOADED_MODEL();
+  const std::vector<int32_t> toks = model.tokenizer().encode("The quick brown fox jumps over the lazy dog");
+  ASSERT_GE(toks.size(), 8u);
+  const std::vector<int32_t> prompt(toks.begin(), toks.begin() + 8);
+  const std::vector<int> at = {0, 3, 7};
+  const auto ref = reference_logits(model, prompt, at);
+  // Prefill in chunks of 3 so the cache path (later chunks attending earlier ones) is exercised too.
+  LlamaSession s(model);
+  const Eigen::MatrixXf got = s.prefill(prompt, true, 3);
+  for (size_t k = 0; k < at.size(); ++k) {
+    double max_ref = 0, max_err = 0;
+    for (int i = 0; i < model.config().n_vocab; ++i) {
+      max_ref = std::max(max_ref, std::abs(ref[k][size_t(i)]));
+      max_err = std::max(max_err, std::abs(ref[k][size_t(i)] - double(got(i, at[k]))));
+    }
+    EXPECT_LT(max_err / max_ref, 1e-3) << "position " << at[k] << ": max error " << max_err << " of " << max_ref;
+  }
+  // Decoding the last token after a 7-token prefill gives the same logits as prefilling all 8.
+  LlamaSession s2(model);
+  s2.prefill(std::vector<int32_t>(prompt.begin(), prompt.end() - 1));
+  const Eigen::VectorXf step = s2.decode_step(prompt.back());
+  EXPECT_LT((step - got.col(7)).cwiseAbs().maxCoeff(), 1e-3 * got.col(7).cwiseAbs().maxCoeff());
+}
+
+std::string greedy(const LlamaModel& m, const std::string& prompt, int n) {
+  LlamaSession s(m);
+  Eigen::VectorXf l = s.prefill(m.tokenizer().encode(prompt)).col(0);
+  std::vector<int32_t> gen;
+  for (int i = 0; i < n; ++i) {
+    Eigen::Index a;
+    l.maxCoeff(&a);
+    gen.push_back(int32_t(a));
+    if (int32_t(a) == m.tokenizer().eos() || i + 1 == n) break;
+    l = s.decode_step(int32_t(a));
+  }
+  return m.tokenizer().decode(gen);
+}
+
+// Greedy continuations recorded with this decoder (SmolLM2-135M-Instruct Q4_1):
+//   "The capital of France is"          -> " Paris.\n\nThe answer is: 2018-01"
+//   chat template, "What is the capital of France?" -> "The capital of France is Paris.<|im_end|>"
+//   "One, two, three,"                  -> " four, five, six, seven, eight, and nine, respectively.\n"
+TEST(LlmDecoder, GreedyContinuationKnowsParis) {
+  REQUIRE_LOADED_MODEL();
+  EXPECT_NE(greedy(model, "The capital of France is", 4).find("Paris"), std::string::npos);
+  EXPECT_NE(greedy(model, "One, two, three,", 4).find("four"), std::string::npos);
+}
+
+// A selector that keeps every token behaves like full attention; one that keeps only the current
+// token changes the output.
+struct KeepAll : AttentionSelector {
+  int calls = 0;
+  bool select(int, int, int64_t pos, std::vector<int64_t>& keep) override {
+    ++calls;
+    keep.clear();
+    for (int64_t t = 0; t < pos; ++t) keep.push_back(t);  // pos itself is added by the session
+    return true;
+  }
+};
+struct KeepSelf : AttentionSelector {
+  bool select(int, int, int64_t, std::vector<int64_t>& keep) override { keep.clear(); return true; }
+};
+
+TEST(LlmDecoder, SelectorRestrictsDecodeAttention) {
+  REQUIRE_LOADED_MODEL();
+  const std::vector<int32_t> toks = model.tokenizer().encode("Alice went to the market and bought");
+  const std::vector<int32_t> head(toks.begin(), toks.end() - 1);
+  LlamaSession a(model), b(model), c(model);
+  a.prefill(head);
+  b.prefill(head);
+  c.prefill(head);
+  KeepAll all;
+  KeepSelf self;
+  b.set_selector(&all);
+  c.set_selector(&self);
+  const Eigen::VectorXf la = a.decode_step(toks.back()), lb = b.decode_step(toks.back()), lc = c.decode_step(toks.back());
+  EXPECT_EQ(all.calls, model.config().n_layer * model.config().n_head_kv);
+  EXPECT_LT((la - lb).cwiseAbs().maxCoeff(), 1e-4 * la.cwiseAbs().maxCoeff());
+  EXPECT_GT((la - lc).cwiseAbs().maxCoeff(), 1e-2 * la.cwiseAbs().maxCoeff());
 }
 
 }  // namespace
