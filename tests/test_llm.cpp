@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/error.hpp"
+#include "traces/llm/capture.hpp"
 #include "traces/llm/gguf.hpp"
 #include "traces/llm/llama.hpp"
 #include "traces/llm/model_path.hpp"
@@ -320,6 +322,105 @@ TEST(LlmDecoder, SelectorRestrictsDecodeAttention) {
   EXPECT_EQ(all.calls, model.config().n_layer * model.config().n_head_kv);
   EXPECT_LT((la - lb).cwiseAbs().maxCoeff(), 1e-4 * la.cwiseAbs().maxCoeff());
   EXPECT_GT((la - lc).cwiseAbs().maxCoeff(), 1e-2 * la.cwiseAbs().maxCoeff());
+}
+
+// ---- trace capture -------------------------------------------------------------------------------
+
+// Records the q/k/v the observer sees, to compare with a capture.
+struct QkvLog : AttentionObserver {
+  int layer;
+  std::vector<Eigen::MatrixXf> q, k;
+  std::vector<int64_t> pos0;
+  explicit QkvLog(int l) : layer(l) {}
+  void on_layer(int l, int64_t p0, const Eigen::MatrixXf& qm, const Eigen::MatrixXf& km, const Eigen::MatrixXf&) override {
+    if (l != layer) return;
+    q.push_back(qm);
+    k.push_back(km);
+    pos0.push_back(p0);
+  }
+};
+
+TEST(LlmCapture, StoredKeysEqualTheDecoderCache) {
+  REQUIRE_LOADED_MODEL();
+  const Tokenizer& tok = model.tokenizer();
+  const std::vector<int32_t> prompt = tok.encode("The sun is hot. Ice is cold! Water is");
+  const int P = int(prompt.size()), G = 4;
+  CaptureOptions o;
+  o.layers = {0, 29};
+  o.kv_heads = {1};
+  o.obs_window = 3;
+  o.chunk = 5;
+  o.source.text = "test prompt";
+  const MemoryTrace tr = capture_trace(model, prompt, G, o);
+  const TraceMeta& m = tr.meta();
+  const TraceTokens& t = tr.tokens();
+  ASSERT_EQ(t.tokens(), P + G);
+  EXPECT_EQ(m.prompt_tokens, P);
+  EXPECT_EQ(m.query_heads, (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(m.source.kind, "gguf");
+  EXPECT_EQ(std::vector<int32_t>(t.token_ids.begin(), t.token_ids.begin() + P), prompt);
+  // Queries at the last 3 prompt positions and at every generated position.
+  std::vector<int64_t> qp;
+  for (int64_t p = P - 3; p < P + G; ++p) qp.push_back(p);
+  EXPECT_EQ(t.query_positions, qp);
+  ASSERT_EQ(t.surprisal.size(), size_t(P + G));
+  EXPECT_EQ(t.surprisal[0], 0.0f);
+  ASSERT_EQ(t.entropy.size(), size_t(G));
+  ASSERT_EQ(t.varentropy.size(), size_t(G));
+  for (int i = 0; i < G; ++i) {
+    EXPECT_GT(t.entropy[size_t(i)], 0.0f);
+    EXPECT_LT(t.entropy[size_t(i)], std::log(49152.0f));
+    EXPECT_GE(t.varentropy[size_t(i)], 0.0f);
+  }
+  // "The sun is hot. Ice is cold! Water is": sentences start at "The", " Ice" and " Water".
+  ASSERT_GE(m.sentence_starts.size(), 3u);
+  EXPECT_EQ(tok.token_text(t.token_ids[size_t(m.sentence_starts[1])]), " Ice");
+  EXPECT_EQ(tok.token_text(t.token_ids[size_t(m.sentence_starts[2])]), " Water");
+
+  // Replaying the same tokens with the same chunking gives bit-identical caches and queries.
+  LlamaSession s(model);
+  QkvLog log(29);
+  s.set_observer(&log);
+  s.prefill(prompt, false, 5);
+  for (int i = 0; i < G; ++i) s.decode_step(t.token_ids[size_t(P + i)]);
+  const int d = model.config().head_dim;
+  std::vector<float> row(static_cast<size_t>(d));
+  for (int ls = 0; ls < 2; ++ls) {
+    const int layer = m.layers[size_t(ls)];
+    for (int64_t p = 0; p < P + G; ++p) {
+      tr.keys(ls, 0, p, p + 1, row.data());
+      for (int i = 0; i < d; ++i) ASSERT_EQ(row[size_t(i)], s.cache_keys(layer)(d + i, p)) << "layer " << layer << " pos " << p;
+      tr.values(ls, 0, p, p + 1, row.data());
+      for (int i = 0; i < d; ++i) ASSERT_EQ(row[size_t(i)], s.cache_values(layer)(d + i, p));
+    }
+  }
+  // The query of head 4 (query slot 1) at the last position, layer 29 (slot 1): the last decode step.
+  tr.queries(1, 1, int64_t(qp.size()) - 1, int64_t(qp.size()), row.data());
+  for (int i = 0; i < d; ++i) EXPECT_EQ(row[size_t(i)], log.q.back()(4 * d + i, 0));
+  // Greedy generation: the first generated token is the argmax after the prompt.
+  EXPECT_EQ(tok.decode(std::vector<int32_t>(t.token_ids.begin() + P, t.token_ids.end())), greedy(model, "The sun is hot. Ice is cold! Water is", G));
+}
+
+TEST(LlmCapture, BadOptionsAreInputErrors) {
+  REQUIRE_LOADED_MODEL();
+  CaptureOptions o;
+  o.layers = {30};
+  EXPECT_THROW(capture_trace(model, {1, 2}, 1, o), InputError);
+  o.layers = {3, 2};
+  EXPECT_THROW(capture_trace(model, {1, 2}, 1, o), InputError);
+  o = CaptureOptions();
+  EXPECT_THROW(capture_trace(model, {}, 1, o), InputError);
+  o.obs_window = 0;
+  EXPECT_THROW(capture_trace(model, {1, 2}, 0, o), InputError);
+}
+
+TEST(LlmCapture, SentenceStartsFromPunctuation) {
+  const Tokenizer t = byte_tokenizer("smollm");
+  // Byte tokens: one token per byte, so a start is the byte offset of the sentence's first
+  // non-space character ("Y", "N", "o"); "3.5" and "x.y" have no space after the dot.
+  const std::string text = "Hi. Yes!\nNo?? ok 3.5 x.y end";
+  const std::vector<int64_t> s = sentence_starts(t, t.encode(text));
+  EXPECT_EQ(s, (std::vector<int64_t>{0, 4, 9, 14}));
 }
 
 }  // namespace
