@@ -394,6 +394,11 @@ TEST(LlmCapture, StoredKeysEqualTheDecoderCache) {
       for (int i = 0; i < d; ++i) ASSERT_EQ(row[size_t(i)], s.cache_values(layer)(d + i, p));
     }
   }
+  // Prompt surprisal: -log p(token t | tokens < t) from one all-logits prefill.
+  LlamaSession s3(model);
+  const Eigen::MatrixXf lg = s3.prefill(prompt, true, 64);
+  for (int p = 1; p < P; ++p)
+    EXPECT_NEAR(t.surprisal[size_t(p)], log_sum_exp(lg.col(p - 1)) - lg(prompt[size_t(p)], p - 1), 1e-3) << p;
   // The query of head 4 (query slot 1) at the last position, layer 29 (slot 1): the last decode step.
   tr.queries(1, 1, int64_t(qp.size()) - 1, int64_t(qp.size()), row.data());
   for (int i = 0; i < d; ++i) EXPECT_EQ(row[size_t(i)], log.q.back()(4 * d + i, 0));

@@ -136,13 +136,21 @@ MemoryTrace capture_trace(const LlamaModel& model, const std::vector<int32_t>& p
   TraceTokens tk;
   tk.token_ids = prompt;
   tk.surprisal.assign(size_t(P), 0.0f);
-  // All-position logits cost one vocabulary projection per prompt token; surprisal needs them.
-  const Eigen::MatrixXf logits = s.prefill(prompt, true, o.chunk);
-  for (int64_t t = 1; t < P; ++t)
-    tk.surprisal[size_t(t)] = float(log_sum_exp(logits.col(t - 1)) - logits(prompt[size_t(t)], t - 1));
+  // Surprisal needs the logits at every prompt position (one vocabulary projection per token); take
+  // them a chunk at a time so a long prompt never holds [n_vocab, P] floats at once.
+  if (o.chunk < 1) throw_input_error("", 0, "capture chunk", "value " + std::to_string(o.chunk) + " is not allowed (>= 1)");
+  Eigen::VectorXf cur;
+  for (int64_t c0 = 0; c0 < P; c0 += o.chunk) {
+    const int64_t c1 = std::min<int64_t>(P, c0 + o.chunk);
+    const Eigen::MatrixXf logits = s.prefill(std::vector<int32_t>(prompt.begin() + c0, prompt.begin() + c1), true, o.chunk);
+    for (int64_t t = c0; t < c1; ++t) {
+      if (t + 1 < P)  // position t predicts token t + 1
+        tk.surprisal[size_t(t + 1)] = float(log_sum_exp(logits.col(t - c0)) - logits(prompt[size_t(t + 1)], t - c0));
+    }
+    if (c1 == P) cur = logits.col(c1 - 1 - c0);
+  }
 
   std::mt19937_64 rng(o.seed);
-  Eigen::VectorXf cur = logits.col(P - 1);
   for (int i = 0; i < gen_tokens; ++i) {
     const Dist st = stats(cur);
     int32_t next;
