@@ -173,6 +173,32 @@ TEST(LlmGguf, MalformedFilesGiveSpecificErrors) {
   w.n_kv = 1;
   EXPECT_NE(error_of(w.bytes()).find("metadata 'k': value type 42 is unknown"), std::string::npos) << error_of(w.bytes());
 
+  // Version 2 has the same layout (64-bit counts) and is accepted.
+  bad = good;
+  bad[4] = 2;
+  EXPECT_EQ(error_of(bad), "");
+
+  // A string value and an array whose lengths run past the end of the file.
+  w = GgufWriter();
+  GgufWriter::put_str(w.head, "name");
+  GgufWriter::put<uint32_t>(w.head, 8);
+  GgufWriter::put<uint64_t>(w.head, 500);
+  w.head += "short";
+  w.n_kv = 1;
+  EXPECT_NE(error_of(w.bytes()).find("metadata 'name': string length 500 runs past the end of the file"), std::string::npos) << error_of(w.bytes());
+  w = GgufWriter();
+  GgufWriter::put_str(w.head, "ids");
+  GgufWriter::put<uint32_t>(w.head, 9);
+  GgufWriter::put<uint32_t>(w.head, 5);
+  GgufWriter::put<uint64_t>(w.head, 1ull << 40);
+  w.n_kv = 1;
+  EXPECT_NE(error_of(w.bytes()).find("metadata 'ids': array length 1099511627776 of i32 runs past the end"), std::string::npos) << error_of(w.bytes());
+
+  // A bad alignment value.
+  w = small_file();
+  w.kv_u32("general.alignment", 24);
+  EXPECT_NE(error_of(w.bytes()).find("metadata 'general.alignment': 24 is not allowed"), std::string::npos) << error_of(w.bytes());
+
   // Truncation inside the data section.
   EXPECT_NE(error_of(good.substr(0, good.size() - 3)).find("runs past the end of the data section"), std::string::npos);
 }
