@@ -203,6 +203,31 @@ TEST(LlmGguf, MalformedFilesGiveSpecificErrors) {
   EXPECT_NE(error_of(good.substr(0, good.size() - 3)).find("runs past the end of the data section"), std::string::npos);
 }
 
+// Every truncation and many single-byte corruptions of a valid file either read or give an
+// InputError: never a crash, a huge allocation or another exception.
+TEST(LlmGguf, CorruptionsNeverCrash) {
+  const std::string good = small_file().bytes();
+  int errors = 0;
+  auto attempt = [&](const std::string& bytes) {
+    try {
+      GgufFile f("fuzz.gguf", bytes.data(), bytes.size());
+      for (const GgufTensor& t : f.tensors())
+        if (ggml_type_dequantizable(t.type)) f.dequantize(t);
+    } catch (const InputError&) {
+      ++errors;
+    }
+  };
+  for (size_t n = 0; n < good.size(); n += 3) attempt(good.substr(0, n));
+  for (size_t i = 0; i < good.size(); ++i)
+    for (unsigned char v : {0x00, 0x01, 0x7F, 0x80, 0xFF}) {
+      std::string b = good;
+      if (uint8_t(b[i]) == v) continue;
+      b[i] = char(v);
+      attempt(b);
+    }
+  EXPECT_GT(errors, 100);
+}
+
 std::string half_bytes(float x) { std::string s; GgufWriter::put(s, float_to_fp16(x)); return s; }
 
 TEST(LlmGgufDequant, Q8_0Q4_0Q4_1MatchTheirFormulas) {

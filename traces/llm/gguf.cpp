@@ -354,19 +354,25 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
       fail("file", std::string("cannot map: ") + std::strerror(e));
     }
     base_ = static_cast<const uint8_t*>(p);
+    mapped_ = true;
   }
   ::close(fd);  // the mapping keeps the file alive
   try {
     parse();
   } catch (...) {
-    if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
-    base_ = nullptr;
+    if (mapped_) ::munmap(const_cast<uint8_t*>(base_), size_);
+    mapped_ = false;
     throw;
   }
 }
 
+GgufFile::GgufFile(const std::string& name, const void* data, size_t size)
+    : path_(name), base_(static_cast<const uint8_t*>(data)), size_(size) {
+  parse();
+}
+
 GgufFile::~GgufFile() {
-  if (base_) ::munmap(const_cast<uint8_t*>(base_), size_);
+  if (mapped_) ::munmap(const_cast<uint8_t*>(base_), size_);
 }
 
 void GgufFile::parse() {

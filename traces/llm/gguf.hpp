@@ -70,6 +70,9 @@ class GgufFile {
  public:
   // Maps and validates the whole file. Throws InputError.
   explicit GgufFile(const std::string& path);
+  // Reads a GGUF image already in memory (not copied: it must outlive this object); `name` stands
+  // for the file in errors.
+  GgufFile(const std::string& name, const void* data, size_t size);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -106,6 +109,7 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
+  bool mapped_ = false;  // base_ is our mmap (unmapped in the destructor)
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   std::map<std::string, GgufValue> kv_;
