@@ -52,8 +52,17 @@ TEST(LlmTokenizer, PreTokenizerFollowsTheGpt2Pattern) {
   EXPECT_EQ(s.pre_tokenize("in 2024."), (std::vector<std::string>{"in", " ", "2", "0", "2", "4", "."}));
 }
 
+// Llama 3's pattern, expanded by hand from its regex.
+TEST(LlmTokenizer, PreTokenizerFollowsTheLlama3Pattern) {
+  const Tokenizer t = byte_tokenizer("llama-bpe");
+  EXPECT_EQ(t.pre_tokenize("I DON'T know, it's 12345!\n\n  Really?\nNew (x)"),
+            (std::vector<std::string>{"I", " DON", "'T", " know", ",", " it", "'s", " ", "123", "45", "!\n\n", " ",
+                                      " Really", "?\n", "New", " (", "x", ")"}));
+  EXPECT_EQ(t.pre_tokenize("a \n\n b\tc   "), (std::vector<std::string>{"a", " \n\n", " b", "\tc", "   "}));
+}
+
 TEST(LlmTokenizer, ByteLevelRoundTripWithoutMerges) {
-  for (const char* pre : {"gpt2", "smollm"}) {
+  for (const char* pre : {"gpt2", "smollm", "llama-bpe"}) {
     const Tokenizer t = byte_tokenizer(pre);
     const std::vector<int32_t> ids = t.encode(kMixedText);
     EXPECT_EQ(t.decode(ids), kMixedText) << pre;
@@ -76,6 +85,7 @@ TEST(LlmTokenizer, SmolLM2RoundTripAndKnownIds) {
   EXPECT_EQ(t.vocab_size(), 49152);
   EXPECT_EQ(t.bos(), 1);
   EXPECT_EQ(t.eos(), 2);
+  EXPECT_FALSE(t.add_bos());
   EXPECT_EQ(t.decode(t.encode(kMixedText)), kMixedText);
   // Ids recorded from this implementation after checking them by hand against the vocabulary:
   // " the" is the single token "Ġthe"; every word of this prompt is one "Ġ"-prefixed token; digits

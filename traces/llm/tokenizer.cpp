@@ -183,6 +183,68 @@ void gpt2_split(const std::string& s, const std::vector<Cp>& cps, size_t b, size
   }
 }
 
+uint32_t ascii_lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+// Llama 3's pattern (llama.cpp's "llama-bpe"):
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+void llama3_split(const std::string& s, const std::vector<Cp>& cps, size_t b, size_t e, std::vector<std::string>& out) {
+  auto piece = [&](size_t i, size_t j) { out.push_back(s.substr(cps[i].pos, cps[j - 1].pos + cps[j - 1].len - cps[i].pos)); };
+  auto cat = [&](size_t k) { return category(cps[k].cp); };
+  auto newline = [&](size_t k) { return cps[k].cp == '\r' || cps[k].cp == '\n'; };
+  size_t i = b;
+  while (i < e) {
+    const uint32_t c = cps[i].cp;
+    if (c == '\'' && i + 1 < e) {
+      const uint32_t a = ascii_lower(cps[i + 1].cp), n2 = i + 2 < e ? ascii_lower(cps[i + 2].cp) : 0;
+      size_t len = 0;
+      if (a == 's' || a == 't' || a == 'm' || a == 'd') len = 2;
+      else if ((a == 'r' && n2 == 'e') || (a == 'v' && n2 == 'e') || (a == 'l' && n2 == 'l')) len = 3;
+      if (len) {
+        piece(i, i + len);
+        i += len;
+        continue;
+      }
+    }
+    const Cat ci = cat(i);
+    // A letter run, optionally led by one character that is not a newline, letter or digit.
+    if (ci == Cat::letter || (ci != Cat::number && !newline(i) && i + 1 < e && cat(i + 1) == Cat::letter)) {
+      size_t j = i + 1;
+      while (j < e && cat(j) == Cat::letter) ++j;
+      piece(i, j);
+      i = j;
+      continue;
+    }
+    if (ci == Cat::number) {  // at most three digits per piece
+      size_t j = i + 1;
+      while (j < e && j - i < 3 && cat(j) == Cat::number) ++j;
+      piece(i, j);
+      i = j;
+      continue;
+    }
+    const size_t s0 = (c == ' ' && i + 1 < e && cat(i + 1) == Cat::other) ? i + 1 : i;
+    if (cat(s0) == Cat::other) {  // punctuation run plus trailing newlines
+      size_t j = s0 + 1;
+      while (j < e && cat(j) == Cat::other) ++j;
+      while (j < e && newline(j)) ++j;
+      piece(i, j);
+      i = j;
+      continue;
+    }
+    size_t r = i;
+    while (r < e && cat(r) == Cat::space) ++r;
+    size_t last_nl = r;
+    for (size_t k = i; k < r; ++k)
+      if (newline(k)) last_nl = k;
+    size_t j;
+    if (last_nl < r) j = last_nl + 1;                  // \s*[\r\n]+
+    else j = (r == e || r - i == 1) ? r : r - 1;       // \s+(?!\S) | \s+
+    piece(i, j);
+    i = j;
+  }
+}
+
+bool is_llama3(const std::string& pre) { return pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3"; }
+
 bool splits_digits(const std::string& pre) {
   static const char* kinds[] = {"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva"};
   return std::find_if(std::begin(kinds), std::end(kinds), [&](const char* k) { return pre == k; }) != std::end(kinds);
@@ -207,9 +269,14 @@ Tokenizer::Tokenizer(const GgufFile& f) {
     for (double x : t) types_.push_back(int(x));
   }
   pre_ = f.get_string("tokenizer.ggml.pre", "default");
-  if (pre_ != "default" && pre_ != "gpt2" && !splits_digits(pre_))
+  if (pre_ != "default" && pre_ != "gpt2" && !splits_digits(pre_) && !is_llama3(pre_))
     f.fail("metadata 'tokenizer.ggml.pre'", "'" + pre_ +
-                                                "' is not supported (allowed: default, gpt2, smollm, starcoder, refact, command-r, codeshell, exaone, minerva)");
+                                                "' is not supported (allowed: default, gpt2, smollm, starcoder, refact, command-r, codeshell, exaone, minerva, llama-bpe, llama3, llama-v3)");
+  if (const GgufValue* v = f.find("tokenizer.ggml.add_bos_token")) {
+    if (v->type != GgufValueType::BOOL && !v->is_integer())
+      f.fail("metadata 'tokenizer.ggml.add_bos_token'", "a " + gguf_value_type_name(v->type) + " is not a bool");
+    add_bos_ = v->i != 0;
+  }
   bos_ = int32_t(f.get_int("tokenizer.ggml.bos_token_id", -1));
   eos_ = int32_t(f.get_int("tokenizer.ggml.eos_token_id", -1));
   for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"}) {
@@ -230,6 +297,7 @@ Tokenizer::Tokenizer(std::vector<std::string> tokens, std::vector<int> types, co
 
 void Tokenizer::init(const std::vector<std::string>& merges, const std::string& where) {
   split_digits_ = splits_digits(pre_);
+  llama3_ = is_llama3(pre_);
   ids_.reserve(tokens_.size());
   for (size_t i = 0; i < tokens_.size(); ++i) ids_.emplace(tokens_[i], int32_t(i));  // first wins on duplicates
   merge_rank_.reserve(merges.size());
@@ -261,6 +329,10 @@ int32_t Tokenizer::find(const std::string& piece) const {
 std::vector<std::string> Tokenizer::pre_tokenize(const std::string& text) const {
   std::vector<std::string> out;
   const std::vector<Cp> cps = code_points(text);
+  if (llama3_) {
+    llama3_split(text, cps, 0, cps.size(), out);
+    return out;
+  }
   if (!split_digits_) {
     gpt2_split(text, cps, 0, cps.size(), out);
     return out;

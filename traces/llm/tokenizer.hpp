@@ -5,8 +5,10 @@
 //
 // Pre-tokenizer types (`tokenizer.ggml.pre`): "gpt2" (and "default"/absent) use the GPT-2 pattern;
 // "smollm" (with starcoder, refact, command-r, codeshell, exaone, minerva, which llama.cpp treats the
-// same) first splits every digit into its own pre-token. Other types (llama-bpe, qwen2, ...) use
-// different patterns and are refused rather than tokenized slightly wrong.
+// same) first splits every digit into its own pre-token; "llama-bpe" (Llama 3) uses its own pattern
+// (case-insensitive contractions, digit runs of at most 3, newlines kept with punctuation). Other
+// types (qwen2, deepseek, ...) use different patterns and are refused rather than tokenized
+// slightly wrong.
 //
 // Unicode letters/numbers (\p{L}, \p{N}) are classified by a compact table, exact for ASCII, Latin-1,
 // CJK and the common punctuation/symbol blocks; rare scripts' marks and punctuation may differ from
@@ -45,6 +47,9 @@ class Tokenizer {
   int32_t bos() const { return bos_; }
   int32_t eos() const { return eos_; }
   bool is_control(int32_t id) const;
+  // `tokenizer.ggml.add_bos_token`: whether the model expects bos() before a prompt (encode() never
+  // adds it; callers that build prompts do).
+  bool add_bos() const { return add_bos_; }
   const std::string& pre() const { return pre_; }
 
   // Pre-tokenization alone (exposed for tests): the pieces `text` splits into before BPE.
@@ -58,6 +63,8 @@ class Tokenizer {
   std::vector<int32_t> specials_;                         // control and user-defined ids, longest first
   std::string pre_;
   bool split_digits_ = false;
+  bool llama3_ = false;
+  bool add_bos_ = false;
   int32_t bos_ = -1, eos_ = -1;
   void init(const std::vector<std::string>& merges, const std::string& where);
   void bpe(const std::string& word, std::vector<int32_t>& out) const;
