@@ -2,6 +2,7 @@
 // model (SmolLM2-135M-Instruct Q4_1) skip when it is absent: run tools/fetch-model.sh, or point
 // KVSIM_MODEL_DIR at a directory holding it.
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <memory>
