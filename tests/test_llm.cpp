@@ -72,6 +72,43 @@ TEST(LlmTokenizer, ByteLevelRoundTripWithoutMerges) {
   }
 }
 
+// SentencePiece-style merging by score, worked by hand: in "▁hello▁world" the pairs merge as
+// he (5), ll (4), ▁he (3), llo (2), ▁hello (1), wo (0.5); ▁w (0.4) is stale by then.
+TEST(LlmTokenizer, SentencePieceMergesByScoreWithByteFallback) {
+  std::vector<std::string> toks = {"<unk>", "<s>", "</s>"};
+  std::vector<int> types = {2, 3, 3};
+  std::vector<float> scores = {0, 0, 0};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    toks.push_back(name);
+    types.push_back(6);
+    scores.push_back(0);
+  }
+  const std::string sp = "\xE2\x96\x81";
+  const std::vector<std::pair<std::string, float>> pieces = {
+      {sp, -1}, {"h", -2}, {"e", -2}, {"l", -2}, {"o", -2}, {"w", -2}, {"r", -2}, {"d", -2}, {"he", 5}, {"ll", 4},
+      {sp + "he", 3}, {"llo", 2}, {sp + "hello", 1}, {"wo", 0.5f}, {sp + "w", 0.4f}};
+  for (auto& [p, sc] : pieces) {
+    toks.push_back(p);
+    types.push_back(1);
+    scores.push_back(sc);
+  }
+  const Tokenizer t = Tokenizer::sentencepiece(toks, types, scores, 1, 2, true, "(test)");
+  std::vector<std::string> got;
+  for (int32_t id : t.encode("hello world")) got.push_back(t.piece(id));
+  EXPECT_EQ(got, (std::vector<std::string>{sp + "hello", sp, "wo", "r", "l", "d"}));
+  EXPECT_EQ(t.decode(t.encode("hello world")), "hello world");
+  // "é" is not in the vocabulary: its two UTF-8 bytes become byte tokens.
+  const std::vector<int32_t> ids = t.encode("hé");
+  ASSERT_EQ(ids.size(), 4u);
+  EXPECT_EQ(t.piece(ids[2]), "<0xC3>");
+  EXPECT_EQ(t.piece(ids[3]), "<0xA9>");
+  EXPECT_EQ(t.decode(ids), "hé");
+  EXPECT_EQ(t.decode(t.encode(kMixedText)), kMixedText);
+  EXPECT_EQ(t.decode(t.encode("<s>hello</s>")), "<s>hello</s>");
+}
+
 std::string model_path_or_empty() { return default_model_path(); }
 
 #define REQUIRE_MODEL()                                                                  \

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdio>
+#include <queue>
 
 #include "model/error.hpp"
 #include "traces/llm/gguf.hpp"
@@ -256,8 +258,9 @@ bool splits_digits(const std::string& pre) {
 
 Tokenizer::Tokenizer(const GgufFile& f) {
   const std::string model = f.get_string("tokenizer.ggml.model");
-  if (model != "gpt2")
-    f.fail("metadata 'tokenizer.ggml.model'", "'" + model + "' is not supported (allowed: gpt2, byte-level BPE)");
+  if (model != "gpt2" && model != "llama")
+    f.fail("metadata 'tokenizer.ggml.model'", "'" + model + "' is not supported (allowed: gpt2 (byte-level BPE), llama (SentencePiece))");
+  spm_ = model == "llama";
   tokens_ = f.get_string_array("tokenizer.ggml.tokens");
   if (tokens_.empty() || tokens_.size() > size_t(INT32_MAX))
     f.fail("metadata 'tokenizer.ggml.tokens'", std::to_string(tokens_.size()) + " tokens (allowed: 1 to 2^31-1)");
@@ -268,8 +271,19 @@ Tokenizer::Tokenizer(const GgufFile& f) {
                                                          std::to_string(tokens_.size()) + " tokens");
     for (double x : t) types_.push_back(int(x));
   }
+  if (spm_) {
+    const auto& sc = f.get_number_array("tokenizer.ggml.scores");
+    if (sc.size() != tokens_.size())
+      f.fail("metadata 'tokenizer.ggml.scores'", std::to_string(sc.size()) + " entries but there are " +
+                                                     std::to_string(tokens_.size()) + " tokens");
+    for (double x : sc) scores_.push_back(float(x));
+    if (const GgufValue* v = f.find("tokenizer.ggml.add_space_prefix")) add_space_prefix_ = v->i != 0;
+    else add_space_prefix_ = true;  // llama.cpp's default for SentencePiece vocabularies
+  }
+  unk_ = int32_t(f.get_int("tokenizer.ggml.unknown_token_id", -1));
+  if (unk_ < -1 || unk_ >= int32_t(tokens_.size())) unk_ = -1;
   pre_ = f.get_string("tokenizer.ggml.pre", "default");
-  if (pre_ != "default" && pre_ != "gpt2" && !splits_digits(pre_) && !is_llama3(pre_))
+  if (!spm_ && pre_ != "default" && pre_ != "gpt2" && !splits_digits(pre_) && !is_llama3(pre_))
     f.fail("metadata 'tokenizer.ggml.pre'", "'" + pre_ +
                                                 "' is not supported (allowed: default, gpt2, smollm, starcoder, refact, command-r, codeshell, exaone, minerva, llama-bpe, llama3, llama-v3)");
   if (const GgufValue* v = f.find("tokenizer.ggml.add_bos_token")) {
@@ -293,6 +307,24 @@ Tokenizer::Tokenizer(std::vector<std::string> tokens, std::vector<int> types, co
   if (!types_.empty() && types_.size() != tokens_.size())
     throw_input_error(where, 0, "token types", std::to_string(types_.size()) + " entries for " + std::to_string(tokens_.size()) + " tokens");
   init(merges, where);
+}
+
+Tokenizer Tokenizer::sentencepiece(std::vector<std::string> tokens, std::vector<int> types, std::vector<float> scores,
+                                   int32_t bos, int32_t eos, bool add_space_prefix, const std::string& where) {
+  Tokenizer t;
+  if (scores.size() != tokens.size() || (!types.empty() && types.size() != tokens.size()))
+    throw_input_error(where, 0, "token scores", std::to_string(scores.size()) + " scores and " + std::to_string(types.size()) +
+                                                    " types for " + std::to_string(tokens.size()) + " tokens");
+  t.tokens_ = std::move(tokens);
+  t.types_ = std::move(types);
+  t.scores_ = std::move(scores);
+  t.bos_ = bos;
+  t.eos_ = eos;
+  t.spm_ = true;
+  t.add_space_prefix_ = add_space_prefix;
+  t.pre_ = "default";
+  t.init({}, where);
+  return t;
 }
 
 void Tokenizer::init(const std::vector<std::string>& merges, const std::string& where) {
@@ -394,13 +426,80 @@ void Tokenizer::bpe(const std::string& word, std::vector<int32_t>& out) const {
 }
 
 void Tokenizer::encode_plain(const std::string& text, std::vector<int32_t>& out) const {
+  if (spm_) {
+    spm(text, out);
+    return;
+  }
   for (const std::string& w : pre_tokenize(text)) bpe(w, out);
+}
+
+namespace {
+const std::string kSpmSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's visible space
+}
+
+void Tokenizer::spm(const std::string& raw, std::vector<int32_t>& out) const {
+  std::string text;
+  for (char ch : raw) {
+    if (ch == ' ') text += kSpmSpace;
+    else text.push_back(ch);
+  }
+  if (text.empty()) return;
+  // Symbols are the text's characters in a linked list; the adjacent pair whose concatenation is the
+  // highest-scoring vocabulary entry (leftmost on ties) is merged until no pair is in the vocabulary.
+  struct Sym { int prev, next; size_t start, len; };
+  std::vector<Sym> sym;
+  for (const Cp& c : code_points(text)) sym.push_back({int(sym.size()) - 1, int(sym.size()) + 1, c.pos, c.len});
+  sym.back().next = -1;
+  struct Pair {
+    float score;
+    int left, right;
+    size_t len;
+    bool operator<(const Pair& o) const { return score != o.score ? score < o.score : left > o.left; }
+  };
+  std::priority_queue<Pair> queue;
+  auto try_pair = [&](int l, int r) {
+    if (l < 0 || r < 0) return;
+    const int32_t id = find(text.substr(sym[size_t(l)].start, sym[size_t(l)].len + sym[size_t(r)].len));
+    if (id >= 0) queue.push({scores_[size_t(id)], l, r, sym[size_t(l)].len + sym[size_t(r)].len});
+  };
+  for (size_t i = 1; i < sym.size(); ++i) try_pair(int(i) - 1, int(i));
+  while (!queue.empty()) {
+    const Pair p = queue.top();
+    queue.pop();
+    Sym& l = sym[size_t(p.left)];
+    Sym& r = sym[size_t(p.right)];
+    if (l.len == 0 || r.len == 0 || l.len + r.len != p.len) continue;  // stale: a side merged since
+    l.len += r.len;
+    r.len = 0;
+    l.next = r.next;
+    if (r.next >= 0) sym[size_t(r.next)].prev = p.left;
+    try_pair(l.prev, p.left);
+    try_pair(p.left, l.next);
+  }
+  for (int i = 0; i >= 0; i = sym[size_t(i)].next) {
+    const std::string piece = text.substr(sym[size_t(i)].start, sym[size_t(i)].len);
+    if (const int32_t id = find(piece); id >= 0) {
+      out.push_back(id);
+      continue;
+    }
+    // Byte fallback: a character the vocabulary lacks is spelled byte by byte.
+    for (unsigned char b : piece) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      const int32_t id = find(name);
+      if (id >= 0) out.push_back(id);
+      else if (unk_ >= 0) out.push_back(unk_);
+    }
+  }
 }
 
 std::vector<int32_t> Tokenizer::encode(const std::string& text, bool parse_special) const {
   std::vector<int32_t> out;
+  // SentencePiece vocabularies put a space before the text and after each special token (llama.cpp
+  // does the same), so "Hello" is "▁Hello" as in training.
+  auto spm_prefix = [&](size_t) { return spm_ && add_space_prefix_ ? std::string(" ") : std::string(); };
   if (!parse_special || specials_.empty()) {
-    encode_plain(text, out);
+    encode_plain(spm_prefix(0) + text, out);
     return out;
   }
   size_t start = 0, i = 0;
@@ -417,12 +516,12 @@ std::vector<int32_t> Tokenizer::encode(const std::string& text, bool parse_speci
       ++i;
       continue;
     }
-    encode_plain(text.substr(start, i - start), out);
+    encode_plain(spm_prefix(start) + text.substr(start, i - start), out);
     out.push_back(hit);
     i += tokens_[size_t(hit)].size();
     start = i;
   }
-  encode_plain(text.substr(start), out);
+  encode_plain(spm_prefix(start) + text.substr(start), out);
   return out;
 }
 
@@ -432,6 +531,20 @@ std::string Tokenizer::token_text(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return "";
   const std::string& p = tokens_[size_t(id)];
   if (!types_.empty() && (types_[size_t(id)] == 3 || types_[size_t(id)] == 4)) return p;
+  if (spm_) {
+    unsigned b = 0;
+    if (p.size() == 6 && std::sscanf(p.c_str(), "<0x%2X>", &b) == 1) return std::string(1, char(b));
+    std::string out;
+    for (size_t i = 0; i < p.size();) {
+      if (p.compare(i, 3, kSpmSpace) == 0) {
+        out.push_back(' ');
+        i += 3;
+      } else {
+        out.push_back(p[i++]);
+      }
+    }
+    return out;
+  }
   const ByteMap& bm = byte_map();
   std::string out;
   for (const Cp& c : code_points(p)) {
@@ -444,9 +557,17 @@ std::string Tokenizer::token_text(int32_t id) const {
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool specials) const {
   std::string out;
+  bool at_start = true;  // SentencePiece: drop the space encode() put before the text / after a special
   for (int32_t id : ids) {
-    if (!specials && is_control(id)) continue;
-    out += token_text(id);
+    const bool special = !types_.empty() && id >= 0 && id < vocab_size() && (types_[size_t(id)] == 3 || types_[size_t(id)] == 4);
+    if (!(specials || !is_control(id))) {
+      at_start = true;
+      continue;
+    }
+    std::string t = token_text(id);
+    if (spm_ && add_space_prefix_ && at_start && !special && !t.empty() && t[0] == ' ') t.erase(0, 1);
+    at_start = special;
+    out += t;
   }
   return out;
 }

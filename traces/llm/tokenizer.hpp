@@ -1,5 +1,5 @@
 // Byte-level BPE (GPT-2 style), the tokenizer of SmolLM2 and other GGUF models whose
-// `tokenizer.ggml.model` is "gpt2". Text is split into pre-tokens (the GPT-2 pattern: contractions,
+// `tokenizer.ggml.model` is "gpt2"; also SentencePiece-style BPE ("llama": Llama 2, TinyLlama). Text is split into pre-tokens (the GPT-2 pattern: contractions,
 // letter runs, digit runs, punctuation runs, whitespace), each pre-token's bytes are mapped to
 // printable characters by GPT-2's byte-to-unicode table, and merges are applied by rank.
 //
@@ -31,6 +31,13 @@ class Tokenizer {
   // The same from plain lists (tests). `types` may be empty (all normal); `where` names the source in errors.
   Tokenizer(std::vector<std::string> tokens, std::vector<int> types, const std::vector<std::string>& merges,
             const std::string& pre, int32_t bos, int32_t eos, const std::string& where);
+
+  // A SentencePiece-style vocabulary (`tokenizer.ggml.model` = llama: Llama 2, TinyLlama, Mistral):
+  // no pre-tokenization, spaces written as U+2581, pieces merged greedily by score, characters
+  // missing from the vocabulary spelled as byte tokens "<0xXX>". For tests; files use the
+  // constructor above.
+  static Tokenizer sentencepiece(std::vector<std::string> tokens, std::vector<int> types, std::vector<float> scores,
+                                 int32_t bos, int32_t eos, bool add_space_prefix, const std::string& where);
 
   // Token ids of `text`. With `parse_special`, occurrences of control/user-defined token strings
   // (e.g. "<|im_start|>") become those tokens; otherwise they are tokenized as plain text.
@@ -65,6 +72,12 @@ class Tokenizer {
   bool split_digits_ = false;
   bool llama3_ = false;
   bool add_bos_ = false;
+  bool spm_ = false;                // SentencePiece mode (see sentencepiece())
+  bool add_space_prefix_ = false;   // SentencePiece: a space before the text and after each special token
+  std::vector<float> scores_;       // SentencePiece merge priorities, per token
+  int32_t unk_ = -1;
+  Tokenizer() = default;
+  void spm(const std::string& text, std::vector<int32_t>& out) const;
   int32_t bos_ = -1, eos_ = -1;
   void init(const std::vector<std::string>& merges, const std::string& where);
   void bpe(const std::string& word, std::vector<int32_t>& out) const;
