@@ -308,6 +308,11 @@ TEST(LlmDecoder, LogitsMatchAPlainDoubleForwardPass) {
     }
     EXPECT_LT(max_err / max_ref, 1e-3) << "position " << at[k] << ": max error " << max_err << " of " << max_ref;
   }
+  // Two threads for the weight products give the same logits up to rounding.
+  LlamaSession s2t(model);
+  s2t.set_threads(2);
+  const Eigen::MatrixXf got2 = s2t.prefill(prompt, true, 3);
+  EXPECT_LT((got2 - got).cwiseAbs().maxCoeff(), 1e-4 * got.cwiseAbs().maxCoeff());
   // Decoding the last token after a 7-token prefill gives the same logits as prefilling all 8.
   LlamaSession s2(model);
   s2.prefill(std::vector<int32_t>(prompt.begin(), prompt.end() - 1));

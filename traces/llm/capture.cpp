@@ -131,7 +131,9 @@ MemoryTrace capture_trace(const LlamaModel& model, const std::vector<int32_t>& p
   const int64_t q_first = std::max<int64_t>(0, P - o.obs_window);
   Recorder rec(layers, kv_heads, q_heads, c.n_layer, c.head_dim, t_max, q_first, o.with_values);
 
+  if (o.threads < 1) throw_input_error("", 0, "capture threads", "value " + std::to_string(o.threads) + " is not allowed (>= 1)");
   LlamaSession s(model);
+  s.set_threads(o.threads);
   s.set_observer(&rec);
   TraceTokens tk;
   tk.token_ids = prompt;

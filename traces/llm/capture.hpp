@@ -22,6 +22,7 @@ struct CaptureOptions {
   uint64_t seed = 0;          // sampling seed
   bool stop_at_eos = true;    // stop generating after the end-of-sequence token (it is kept)
   int chunk = 128;            // prefill chunk (tokens per forward pass)
+  int threads = 1;            // threads for the weight products (LlamaSession::set_threads)
   DType dtype = DType::fp32;  // the MemoryTrace's storage dtype (what a writer will store)
   TraceProvenance source;     // copied into the trace; kind defaults to "gguf", model to the file
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 
 #include "model/error.hpp"
 #include "traces/llm/gguf.hpp"
@@ -217,9 +218,9 @@ Eigen::MatrixXf LlamaSession::forward(const int32_t* toks, int n, bool all_logit
   for (int l = 0; l < c.n_layer; ++l) {
     const LlamaLayerWeights& L = w.layers[size_t(l)];
     rms_norm(x, L.attn_norm, eps, h);
-    q.noalias() = L.wq.transpose() * h;
-    k.noalias() = L.wk.transpose() * h;
-    v.noalias() = L.wv.transpose() * h;
+    project(L.wq, h, q, false);
+    project(L.wk, h, k, false);
+    project(L.wv, h, v, false);
     rope(q, H, d, pos0, w.rope_inv_freq, c.rope_scale);
     rope(k, Hkv, d, pos0, w.rope_inv_freq, c.rope_scale);
     if (observer_) observer_->on_layer(l, pos0, q, k, v);
@@ -265,23 +266,54 @@ Eigen::MatrixXf LlamaSession::forward(const int32_t* toks, int n, bool all_logit
         o.block(hq * d, 0, d, n).noalias() = Vh * scores;
       }
     }
-    x.noalias() += L.wo.transpose() * o;
+    project(L.wo, o, x, true);
 
     rms_norm(x, L.ffn_norm, eps, h);
-    g.noalias() = L.w_gate.transpose() * h;
-    u.noalias() = L.w_up.transpose() * h;
+    project(L.w_gate, h, g, false);
+    project(L.w_up, h, u, false);
     g = (g.array() / (1.0f + (-g.array()).exp())) * u.array();  // SiLU(gate) * up
-    x.noalias() += L.w_down.transpose() * g;
+    project(L.w_down, g, x, true);
   }
   pos_ = T;
 
+  Eigen::MatrixXf logits;
   if (all_logits) {
     rms_norm(x, w.output_norm, eps, h);
-    return w.output_matrix().transpose() * h;
+  } else {
+    const Eigen::MatrixXf last = x.col(n - 1);
+    rms_norm(last, w.output_norm, eps, h);
   }
-  Eigen::MatrixXf last = x.col(n - 1);
-  rms_norm(last, w.output_norm, eps, h);
-  return w.output_matrix().transpose() * h;
+  project(w.output_matrix(), h, logits, false);
+  return logits;
+}
+
+void LlamaSession::set_threads(int threads) {
+  if (threads < 1) throw std::invalid_argument("LlamaSession: threads must be >= 1");
+  threads_ = threads;
+}
+
+// out (+)= W^T x. With several threads each computes a band of output rows (a slice of W's
+// columns), so every output element is computed exactly as with one thread on the same slice.
+void LlamaSession::project(const Eigen::MatrixXf& W, const Eigen::MatrixXf& x, Eigen::MatrixXf& out, bool accumulate) const {
+  const Eigen::Index rows = W.cols();
+  if (!accumulate) out.resize(rows, x.cols());
+  const int t = int(std::min<Eigen::Index>(threads_, rows / 64));
+  auto band = [&](Eigen::Index r0, Eigen::Index rn) {
+    if (accumulate) out.middleRows(r0, rn).noalias() += W.middleCols(r0, rn).transpose() * x;
+    else out.middleRows(r0, rn).noalias() = W.middleCols(r0, rn).transpose() * x;
+  };
+  if (t <= 1) {
+    band(0, rows);
+    return;
+  }
+  std::vector<std::thread> pool;
+  const Eigen::Index per = (rows + t - 1) / t;
+  for (int i = 1; i < t; ++i) {
+    const Eigen::Index r0 = per * i;
+    if (r0 < rows) pool.emplace_back(band, r0, std::min(per, rows - r0));
+  }
+  band(0, std::min(per, rows));
+  for (std::thread& th : pool) th.join();
 }
 
 }  // namespace kvsim::llm

@@ -96,6 +96,11 @@ class LlamaSession {
   explicit LlamaSession(const LlamaModel& model);
   void set_observer(AttentionObserver* o) { observer_ = o; }
   void set_selector(AttentionSelector* s) { selector_ = s; }
+  // Threads for the weight products (default 1). Each thread computes a band of output rows;
+  // results can differ from one thread in the last bits (Eigen blocks the smaller products
+  // differently), so captures to be compared bit for bit use the same count.
+  void set_threads(int threads);
+  int threads() const { return threads_; }
   const LlamaModel& model() const { return m_; }
 
   int64_t position() const { return pos_; }  // tokens in the cache
@@ -119,6 +124,8 @@ class LlamaSession {
   int64_t pos_ = 0;
   std::vector<Eigen::MatrixXf> k_, v_;
   std::vector<int64_t> keep_;
+  int threads_ = 1;
+  void project(const Eigen::MatrixXf& W, const Eigen::MatrixXf& x, Eigen::MatrixXf& out, bool accumulate) const;
   Eigen::MatrixXf forward(const int32_t* tokens, int n, bool all_logits);
   void reserve(int64_t tokens);
 };
