@@ -320,6 +320,20 @@ TEST(LlmDecoder, LogitsMatchAPlainDoubleForwardPass) {
   EXPECT_LT((step - got.col(7)).cwiseAbs().maxCoeff(), 1e-3 * got.col(7).cwiseAbs().maxCoeff());
 }
 
+// Threads split the weight products by output rows and the attention by heads; the result equals
+// one thread's up to rounding. 64 tokens in one chunk are enough for the attention to go parallel.
+TEST(LlmDecoder, TwoThreadsMatchOne) {
+  REQUIRE_LOADED_MODEL();
+  std::vector<int32_t> toks = model.tokenizer().encode(perplexity_text());
+  toks.resize(64);
+  LlamaSession one(model), two(model);
+  two.set_threads(2);
+  const Eigen::MatrixXf a = one.prefill(toks, true, 64), b = two.prefill(toks, true, 64);
+  EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 1e-4 * a.cwiseAbs().maxCoeff());
+  const Eigen::VectorXf da = one.decode_step(toks[5]), db = two.decode_step(toks[5]);
+  EXPECT_LT((da - db).cwiseAbs().maxCoeff(), 1e-4 * da.cwiseAbs().maxCoeff());
+}
+
 std::string greedy(const LlamaModel& m, const std::string& prompt, int n) {
   LlamaSession s(m);
   Eigen::VectorXf l = s.prefill(m.tokenizer().encode(prompt)).col(0);

@@ -229,41 +229,56 @@ Eigen::MatrixXf LlamaSession::forward(const int32_t* toks, int n, bool all_logit
     const Eigen::MatrixXf& K = k_[size_t(l)];
     const Eigen::MatrixXf& Vc = v_[size_t(l)];
 
-    for (int kh = 0; kh < Hkv; ++kh) {
-      if (selective && selector_->select(l, kh, pos0, keep_)) {
-        // Gather the kept keys/values, always including the current token.
-        std::sort(keep_.begin(), keep_.end());
-        keep_.erase(std::unique(keep_.begin(), keep_.end()), keep_.end());
-        if (!keep_.empty() && (keep_.front() < 0 || keep_.back() > pos0))
-          throw std::out_of_range("AttentionSelector: token index outside [0, " + std::to_string(pos0) + "]");
-        if (keep_.empty() || keep_.back() != pos0) keep_.push_back(pos0);
-        const Eigen::Index m = Eigen::Index(keep_.size());
-        Eigen::MatrixXf Ks(d, m), Vs(d, m);
-        for (Eigen::Index t = 0; t < m; ++t) {
-          Ks.col(t) = K.block(kh * d, keep_[size_t(t)], d, 1);
-          Vs.col(t) = Vc.block(kh * d, keep_[size_t(t)], d, 1);
-        }
-        for (int hq = kh * G; hq < (kh + 1) * G; ++hq) {
-          Eigen::VectorXf s = (Ks.transpose() * q.block(hq * d, 0, d, 1)) * scale;
-          s = (s.array() - s.maxCoeff()).exp();
-          s /= s.sum();
-          o.block(hq * d, 0, d, 1).noalias() = Vs * s;
-        }
+    // Full causal attention of query head hq over the cache, into its rows of o; `sc` is scratch.
+    auto attend = [&](int hq, Eigen::MatrixXf& sc) {
+      const int kh = hq / G;
+      sc.noalias() = (K.block(kh * d, 0, d, T).transpose() * q.block(hq * d, 0, d, n)) * scale;  // [T, n]
+      for (int j = 0; j < n; ++j) {
+        const int64_t valid = pos0 + j + 1;  // causal: keys 0..pos0+j
+        auto col = sc.col(j);
+        const float mx = col.head(valid).maxCoeff();
+        col.head(valid) = (col.head(valid).array() - mx).exp();
+        col.head(valid) /= col.head(valid).sum();
+        if (valid < T) col.tail(T - valid).setZero();
+      }
+      o.block(hq * d, 0, d, n).noalias() = Vc.block(kh * d, 0, d, T) * sc;
+    };
+    if (!selective) {
+      // Heads are independent and each is computed the same way whatever the thread count.
+      const int t = int(std::min<int64_t>({int64_t(threads_), int64_t(H), T * n / 2048 + 1}));
+      if (t <= 1) {
+        for (int hq = 0; hq < H; ++hq) attend(hq, scores);
+      } else {
+        std::vector<Eigen::MatrixXf> bufs(static_cast<size_t>(t));
+        std::vector<std::thread> pool;
+        for (int w = 1; w < t; ++w)
+          pool.emplace_back([&, w] { for (int hq = w; hq < H; hq += t) attend(hq, bufs[size_t(w)]); });
+        for (int hq = 0; hq < H; hq += t) attend(hq, bufs[0]);
+        for (std::thread& th : pool) th.join();
+      }
+    }
+    for (int kh = 0; selective && kh < Hkv; ++kh) {
+      if (!selector_->select(l, kh, pos0, keep_)) {
+        for (int hq = kh * G; hq < (kh + 1) * G; ++hq) attend(hq, scores);
         continue;
       }
-      const auto Kh = K.block(kh * d, 0, d, T);
-      const auto Vh = Vc.block(kh * d, 0, d, T);
+      // Gather the kept keys/values, always including the current token.
+      std::sort(keep_.begin(), keep_.end());
+      keep_.erase(std::unique(keep_.begin(), keep_.end()), keep_.end());
+      if (!keep_.empty() && (keep_.front() < 0 || keep_.back() > pos0))
+        throw std::out_of_range("AttentionSelector: token index outside [0, " + std::to_string(pos0) + "]");
+      if (keep_.empty() || keep_.back() != pos0) keep_.push_back(pos0);
+      const Eigen::Index m = Eigen::Index(keep_.size());
+      Eigen::MatrixXf Ks(d, m), Vs(d, m);
+      for (Eigen::Index t = 0; t < m; ++t) {
+        Ks.col(t) = K.block(kh * d, keep_[size_t(t)], d, 1);
+        Vs.col(t) = Vc.block(kh * d, keep_[size_t(t)], d, 1);
+      }
       for (int hq = kh * G; hq < (kh + 1) * G; ++hq) {
-        scores.noalias() = (Kh.transpose() * q.block(hq * d, 0, d, n)) * scale;  // [T, n]
-        for (int j = 0; j < n; ++j) {
-          const int64_t valid = pos0 + j + 1;  // causal: keys 0..pos0+j
-          auto col = scores.col(j);
-          const float mx = col.head(valid).maxCoeff();
-          col.head(valid) = (col.head(valid).array() - mx).exp();
-          col.head(valid) /= col.head(valid).sum();
-          if (valid < T) col.tail(T - valid).setZero();
-        }
-        o.block(hq * d, 0, d, n).noalias() = Vh * scores;
+        Eigen::VectorXf sv = (Ks.transpose() * q.block(hq * d, 0, d, 1)) * scale;
+        sv = (sv.array() - sv.maxCoeff()).exp();
+        sv /= sv.sum();
+        o.block(hq * d, 0, d, 1).noalias() = Vs * sv;
       }
     }
     project(L.wo, o, x, true);
