@@ -165,18 +165,17 @@ LlamaModel::LlamaModel(const std::string& path) : path_(path) {
 // ---- running --------------------------------------------------------------------------------------
 
 LlamaSession::LlamaSession(const LlamaModel& m) : m_(m) {
-  k_.resize(size_t(m.config().n_layer));
-  v_.resize(size_t(m.config().n_layer));
+  cache_.resize(size_t(m.config().n_layer));
 }
 
 void LlamaSession::reserve(int64_t tokens) {
-  const int64_t cap = k_.empty() ? 0 : k_[0].cols();
+  const int64_t cap = cache_.empty() ? 0 : cache_[0].k.cols();
   if (tokens <= cap) return;
   const int64_t next = std::max<int64_t>(tokens, std::max<int64_t>(256, cap * 2));
   const int rows = m_.config().n_head_kv * m_.config().head_dim;
-  for (size_t l = 0; l < k_.size(); ++l) {
-    k_[l].conservativeResize(rows, next);
-    v_[l].conservativeResize(rows, next);
+  for (LayerCache& c : cache_) {
+    c.k.conservativeResize(rows, next);
+    c.v.conservativeResize(rows, next);
   }
 }
 
@@ -224,10 +223,10 @@ Eigen::MatrixXf LlamaSession::forward(const int32_t* toks, int n, bool all_logit
     rope(q, H, d, pos0, w.rope_inv_freq, c.rope_scale);
     rope(k, Hkv, d, pos0, w.rope_inv_freq, c.rope_scale);
     if (observer_) observer_->on_layer(l, pos0, q, k, v);
-    k_[size_t(l)].middleCols(pos0, n) = k;
-    v_[size_t(l)].middleCols(pos0, n) = v;
-    const Eigen::MatrixXf& K = k_[size_t(l)];
-    const Eigen::MatrixXf& Vc = v_[size_t(l)];
+    cache_[size_t(l)].k.middleCols(pos0, n) = k;
+    cache_[size_t(l)].v.middleCols(pos0, n) = v;
+    const Eigen::MatrixXf& K = cache_[size_t(l)].k;
+    const Eigen::MatrixXf& Vc = cache_[size_t(l)].v;
 
     // Full causal attention of query head hq over the cache, into its rows of o; `sc` is scratch.
     auto attend = [&](int hq, Eigen::MatrixXf& sc) {
@@ -249,11 +248,11 @@ Eigen::MatrixXf LlamaSession::forward(const int32_t* toks, int n, bool all_logit
       if (t <= 1) {
         for (int hq = 0; hq < H; ++hq) attend(hq, scores);
       } else {
-        std::vector<Eigen::MatrixXf> bufs(static_cast<size_t>(t));
+        std::vector<LayerCache> bufs(static_cast<size_t>(t));  // scratch in .k (not vector<MatrixXf>: see llama.hpp)
         std::vector<std::thread> pool;
         for (int w = 1; w < t; ++w)
-          pool.emplace_back([&, w] { for (int hq = w; hq < H; hq += t) attend(hq, bufs[size_t(w)]); });
-        for (int hq = 0; hq < H; hq += t) attend(hq, bufs[0]);
+          pool.emplace_back([&, w] { for (int hq = w; hq < H; hq += t) attend(hq, bufs[size_t(w)].k); });
+        for (int hq = 0; hq < H; hq += t) attend(hq, bufs[0].k);
         for (std::thread& th : pool) th.join();
       }
     }

@@ -114,15 +114,22 @@ class LlamaSession {
   Eigen::VectorXf decode_step(int32_t token);
 
   // The cache of one layer: [n_head_kv * d, capacity]; columns [0, position()) are valid, post-RoPE.
-  const Eigen::MatrixXf& cache_keys(int layer) const { return k_[size_t(layer)]; }
-  const Eigen::MatrixXf& cache_values(int layer) const { return v_[size_t(layer)]; }
+  const Eigen::MatrixXf& cache_keys(int layer) const { return cache_[size_t(layer)].k; }
+  const Eigen::MatrixXf& cache_values(int layer) const { return cache_[size_t(layer)].v; }
 
  private:
   const LlamaModel& m_;
   AttentionObserver* observer_ = nullptr;
   AttentionSelector* selector_ = nullptr;
   int64_t pos_ = 0;
-  std::vector<Eigen::MatrixXf> k_, v_;
+  // One struct per layer rather than std::vector<Eigen::MatrixXf>: the kvsim binary also links
+  // tools/kvsim/host_probe.cpp, built with -march=native, whose out-of-line
+  // std::vector<Eigen::MatrixXf> destructor (AVX Eigen, 32-byte aligned allocations) the linker
+  // may pick for every user of that type; it then frees our 16-byte-aligned buffers wrongly.
+  struct LayerCache {
+    Eigen::MatrixXf k, v;
+  };
+  std::vector<LayerCache> cache_;
   std::vector<int64_t> keep_;
   int threads_ = 1;
   void project(const Eigen::MatrixXf& W, const Eigen::MatrixXf& x, Eigen::MatrixXf& out, bool accumulate) const;
