@@ -250,8 +250,8 @@ Eigen::MatrixXf LlamaSession::forward(const int32_t* toks, int n, bool all_logit
       } else {
         std::vector<LayerCache> bufs(static_cast<size_t>(t));  // scratch in .k (not vector<MatrixXf>: see llama.hpp)
         std::vector<std::thread> pool;
-        for (int w = 1; w < t; ++w)
-          pool.emplace_back([&, w] { for (int hq = w; hq < H; hq += t) attend(hq, bufs[size_t(w)].k); });
+        for (int wi = 1; wi < t; ++wi)
+          pool.emplace_back([&, wi] { for (int hq = wi; hq < H; hq += t) attend(hq, bufs[size_t(wi)].k); });
         for (int hq = 0; hq < H; hq += t) attend(hq, bufs[0].k);
         for (std::thread& th : pool) th.join();
       }
