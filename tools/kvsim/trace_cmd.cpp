@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,8 @@
 #include "traces/slice.hpp"
 #include "traces/synthetic.hpp"
 #include "traces/trace_file.hpp"
+#include "traces/llm/capture.hpp"
+#include "traces/llm/model_path.hpp"
 
 namespace kvsim {
 
@@ -20,6 +24,7 @@ struct TraceCommands {
   CLI::App* info = nullptr;
   CLI::App* gen = nullptr;
   CLI::App* slice = nullptr;
+  CLI::App* capture = nullptr;
   // info
   std::string path, format = "table";
   bool verify = false, no_profile = false;
@@ -30,13 +35,26 @@ struct TraceCommands {
   // slice
   std::string layers, kv_heads, steps;
   bool keep_tokens = false;
+  // capture
+  std::string model, text, needle, question;
+  double depth = 0.5;
+  int gen_tokens = 64, threads = 2, obs_window = 32;
+  int64_t max_prompt_tokens = 0;
+  bool chat = false, ignore_eos = false;
 };
 
 namespace {
 
+// The command as a shell would take it back: arguments with spaces or quotes are single-quoted.
 std::string command_line(int argc, char** argv) {
   std::string s;
-  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool plain = !a.empty() && a.find_first_of(" \t\n'\"$`\\*?;&|<>()") == std::string::npos;
+    std::string q = "'";
+    for (char ch : a) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    s += (i ? " " : "") + (plain ? a : q + "'");
+  }
   return s;
 }
 
@@ -211,6 +229,87 @@ int run_gen(TraceCommands& c, const std::string& cmdline) {
   return 0;
 }
 
+std::string read_text_file(const std::string& path, const std::string& field) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw_input_error(path, 0, field, "cannot read the file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (ss.str().empty()) throw_input_error(path, 0, field, "the file is empty; give a text to prefill");
+  return ss.str();
+}
+
+// The haystack with the needle inserted at fraction `depth` of it, at the nearest sentence end at or
+// after that point (so the needle is a sentence of its own), and the question appended at the end.
+std::string build_prompt(const TraceCommands& c, std::string text) {
+  if (!c.needle.empty()) {
+    size_t at = size_t(c.depth * double(text.size()));
+    const size_t end = text.find_first_of(".!?\n", at);
+    at = end == std::string::npos ? text.size() : end + 1;
+    text.insert(at, " " + c.needle + " ");
+  }
+  if (!c.question.empty()) text += "\n\n" + c.question;
+  // SmolLM2-Instruct and most instruction-tuned llama-family GGUFs use ChatML.
+  if (c.chat) text = "<|im_start|>user\n" + text + "<|im_end|>\n<|im_start|>assistant\n";
+  return text;
+}
+
+int run_capture(TraceCommands& c, const std::string& cmdline) {
+  std::string model_path = c.model;
+  if (model_path.empty()) {
+    model_path = llm::default_model_path();
+    if (model_path.empty())
+      throw_input_error("command line", 0, "--model",
+                        "no model given and the default (" + std::string(llm::kDefaultModelFile) + ") is not in " +
+                            llm::model_dir() + "; run tools/fetch-model.sh or pass --model FILE.gguf");
+  }
+  if (c.depth < 0 || c.depth > 1)
+    throw_input_error("command line", 0, "--depth", "value " + std::to_string(c.depth) + " is outside 0 .. 1");
+  if (c.text.empty()) c.text = "/usr/share/common-licenses/GPL-3";
+  std::string haystack = read_text_file(c.text, "--text");
+
+  std::fprintf(stderr, "kvsim: loading %s\n", model_path.c_str());
+  const llm::LlamaModel model(model_path);
+  const llm::Tokenizer& tok = model.tokenizer();
+  // Truncate the text itself (its beginning is kept) so the needle, question and template always fit.
+  if (c.max_prompt_tokens > 0) {
+    const int64_t frame = int64_t(tok.encode(build_prompt(c, ""), c.chat).size()) + (tok.add_bos() ? 1 : 0);
+    const int64_t room = c.max_prompt_tokens - frame;
+    if (room < 1)
+      throw_input_error("command line", 0, "--max-prompt-tokens",
+                        "value " + std::to_string(c.max_prompt_tokens) + " leaves no room for the text: the needle, "
+                        "question and template alone take " + std::to_string(frame) + " tokens");
+    std::vector<int32_t> ids = tok.encode(haystack, false);
+    if (int64_t(ids.size()) > room) {
+      ids.resize(size_t(room));
+      haystack = tok.decode(ids, false);
+    }
+  }
+  std::vector<int32_t> prompt;
+  if (tok.add_bos()) prompt.push_back(tok.bos());
+  const std::vector<int32_t> body = tok.encode(build_prompt(c, haystack), /*parse_special=*/c.chat);
+  prompt.insert(prompt.end(), body.begin(), body.end());
+
+  llm::CaptureOptions o;
+  if (!c.layers.empty()) o.layers = parse_index_list(c.layers, "--layers");
+  if (!c.kv_heads.empty()) o.kv_heads = parse_index_list(c.kv_heads, "--kv-heads");
+  o.obs_window = c.obs_window;
+  o.stop_at_eos = !c.ignore_eos;
+  o.threads = c.threads;
+  o.dtype = parse_out_dtype(c.dtype, DType::fp32);
+  o.source.kind = "gguf";
+  o.source.model = model_path;
+  o.source.text = c.text + (c.needle.empty() ? "" : " + needle at depth " + std::to_string(c.depth));
+  o.source.command = cmdline;
+  std::fprintf(stderr, "kvsim: capturing %zu prompt tokens + up to %d generated (%s, %d threads)\n", prompt.size(),
+               c.gen_tokens, model.config().name.c_str(), c.threads);
+  const MemoryTrace trace = llm::capture_trace(model, prompt, c.gen_tokens, o);
+  const auto& ids = trace.tokens().token_ids;
+  const std::vector<int32_t> generated(ids.begin() + trace.meta().prompt_tokens, ids.end());
+  std::fprintf(stderr, "kvsim: generated: %s\n", tok.decode(generated, false).c_str());
+  write_with_progress(c.out, trace, o.dtype);
+  return 0;
+}
+
 int run_slice(TraceCommands& c, const std::string& cmdline) {
   auto trace = TraceFile::open(c.path);
   SliceSpec spec;
@@ -255,6 +354,26 @@ TraceCommands* add_trace_commands(CLI::App& app) {
   c.slice->add_flag("--keep-tokens", c.keep_tokens, "keep tokens after the last kept query (default: drop them)");
   c.slice->add_option("--dtype", c.dtype, "element type written (default: the source's)");
   c.slice->add_option("-o,--out", c.out, "output .safetensors (written atomically)")->required();
+
+  c.capture = trace->add_subcommand("capture", "run a GGUF llama-family model on a text and record its attention trace");
+  c.capture->add_option("--model", c.model, "GGUF file (default: SmolLM2-135M-Instruct Q4_1 from tools/fetch-model.sh)");
+  c.capture->add_option("--text", c.text, "prompt text file (default: /usr/share/common-licenses/GPL-3)");
+  c.capture->add_option("--needle", c.needle, "a sentence inserted into the text (needle in a haystack)");
+  c.capture->add_option("--depth", c.depth, "where the needle goes, as a fraction of the text (0 .. 1)");
+  c.capture->add_option("--question", c.question, "appended after the text (e.g. a question about the needle)");
+  c.capture->add_flag("--chat", c.chat, "wrap the prompt in the ChatML template (instruction-tuned models)");
+  c.capture->add_option("--max-prompt-tokens", c.max_prompt_tokens, "cut the text so the whole prompt is about N tokens (0 = all)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 32));
+  c.capture->add_option("--gen", c.gen_tokens, "tokens to generate greedily (stops early at end of sequence)")
+      ->check(CLI::Range(0, 1000000));
+  c.capture->add_flag("--ignore-eos", c.ignore_eos, "keep generating past the end-of-sequence token");
+  c.capture->add_option("--layers", c.layers, "model layers to store, e.g. 0,4,8 or 0-3 (default: all)");
+  c.capture->add_option("--kv-heads", c.kv_heads, "KV heads to store, with their query heads (default: all)");
+  c.capture->add_option("--obs-window", c.obs_window, "prompt positions whose queries are stored (the last N)")
+      ->check(CLI::Range(1, 1000000));
+  c.capture->add_option("--threads", c.threads, "threads for the model's matrix products")->check(CLI::Range(1, 256));
+  c.capture->add_option("--dtype", c.dtype, "element type written: fp32 (default), fp16 or bf16");
+  c.capture->add_option("-o,--out", c.out, "output .safetensors (written atomically)")->required();
   return &c;
 }
 
@@ -263,6 +382,7 @@ int run_trace_command(TraceCommands& c, int argc, char** argv) {
   if (c.info->parsed()) return run_info(c);
   if (c.gen->parsed()) return run_gen(c, cmdline);
   if (c.slice->parsed()) return run_slice(c, cmdline);
+  if (c.capture->parsed()) return run_capture(c, cmdline);
   return -1;
 }
 

@@ -1,4 +1,5 @@
-// `kvsim trace info | gen | slice`: look inside a trace, make a synthetic one, cut one down.
+// `kvsim trace info | gen | slice | capture`: look inside a trace, make a synthetic one, cut one down,
+// record one from a real model.
 #pragma once
 #include <CLI/CLI.hpp>
 
