@@ -113,3 +113,33 @@ TEST(TraceCli, SameSeedWritesTheSameBytes) {
   ASSERT_EQ(test::run_kvsim("trace gen --preset tiny --set seed=6 -o '" + path + "'").exit_code, 0);
   EXPECT_FALSE(first == test::read_text(path));
 }
+
+// A real capture through the CLI (skips without the default model: tools/fetch-model.sh).
+TEST(TraceCli, CaptureFromTheDefaultModel) {
+  const std::string out = tmp("capture.safetensors");
+  std::filesystem::remove(out);
+  auto r = test::run_kvsim("trace capture --depth 1.5 -o '" + out + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--depth"), std::string::npos) << r.out;
+  r = test::run_kvsim("trace capture --model /no/such/model.gguf -o '" + out + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("/no/such/model.gguf"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  r = test::run_kvsim("trace capture --max-prompt-tokens 160 --gen 6 --ignore-eos --layers 0,29 --kv-heads 1 "
+                      "--needle 'The passphrase is lantern.' --depth 0.5 --threads 1 -o '" + out + "'");
+  if (r.exit_code == 2 && r.out.find("tools/fetch-model.sh") != std::string::npos)
+    GTEST_SKIP() << "default model not fetched: " << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto t = TraceFile::open(out);
+  EXPECT_EQ(t->meta().model.layers, 30);
+  EXPECT_EQ(t->meta().layers, (std::vector<int>{0, 29}));
+  EXPECT_EQ(t->meta().kv_heads, std::vector<int>{1});
+  EXPECT_EQ(t->meta().query_heads, (std::vector<int>{3, 4, 5}));  // SmolLM2: 9 heads over 3 KV heads
+  EXPECT_NEAR(double(t->meta().prompt_tokens), 160, 4);  // re-tokenizing at the needle's seams may move a token
+  EXPECT_EQ(t->tokens_count(), t->meta().prompt_tokens + 6);
+  EXPECT_EQ(t->tokens().entropy.size(), 6u);
+  EXPECT_EQ(t->meta().source.kind, "gguf");
+  EXPECT_NE(t->meta().source.command.find("'The passphrase is lantern.'"), std::string::npos);
+  t->check_finite_all();
+}
