@@ -474,3 +474,28 @@ TEST(SelectorsAChunkKv, NeedleFoundAtModerateBudget) {
   auto sel = replay::make_chunkkv_selector(params("chunkkv", {{"budget_ratio", 0.1}, {"reuse_layers", 1}}));
   EXPECT_GE(needle_recall(*sel), 0.5);
 }
+
+// ---------------------------------------------------------------------------------------- all three
+
+TEST(SelectorsAAll, PrefillStartsStatisticsOver) {
+  const auto& d = tiny_data();
+  std::vector<std::unique_ptr<replay::TraceSelector>> sels;
+  sels.push_back(replay::make_chess_selector(params("chess", {{"page_size", 16}, {"reselect_pages", 2}})));
+  sels.push_back(replay::make_sentencekv_selector(params("sentencekv", {{"token_budget", 128}, {"reselect", 1}})));
+  sels.push_back(replay::make_chunkkv_selector(params("chunkkv", {})));
+  for (auto& sel : sels) {
+    std::vector<std::vector<HeadSelection>> first, second;
+    run(*sel, d, 64, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) { first.push_back(out); });
+    const auto a = sel->statistics();
+    run(*sel, d, 64, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) { second.push_back(out); });
+    const auto b = sel->statistics();
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [k, v] : a) {
+      EXPECT_EQ(v.value, b.at(k).value) << k;
+      EXPECT_EQ(v.samples, b.at(k).samples) << k;
+    }
+    ASSERT_EQ(first.size(), second.size());
+    for (size_t i = 0; i < first.size(); ++i)
+      for (size_t j = 0; j < first[i].size(); ++j) EXPECT_EQ(first[i][j].tokens, second[i][j].tokens);
+  }
+}

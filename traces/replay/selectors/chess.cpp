@@ -94,7 +94,10 @@ class ChessSelector final : public TraceSelector {
     calib_H_.clear(), calib_V_.clear();
     selected_.clear();
     last_select_ = -1;
-    first_pos_ = -1;
+    first_pos_ = last_pos_ = -1;
+    grow_from_ = 0;
+    selections_ = triggered_ = sel_n_ = 0;  // a new trace: statistics start over
+    sel_sum_ = sel_pages_ = 0;
   }
 
   void select(const TraceData& tr, int64_t s, std::vector<HeadSelection>& out) override {

@@ -50,6 +50,7 @@ class ChunkKvSelector final : public TraceSelector {
 
   void prefill(const TraceData& tr) override {
     const int64_t P = tr.P;
+    sel_sum_ = 0, sel_n_ = 0;  // a new trace: statistics start over
     const auto& pos = tr.source->tokens().query_positions;
     // The observation window: the longest run of query rows at positions P-w' .. P-1, w' <= obs_window.
     const auto it = std::lower_bound(pos.begin(), pos.end(), P);

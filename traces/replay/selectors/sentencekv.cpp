@@ -63,6 +63,8 @@ class SentenceKvSelector final : public TraceSelector {
   void prefill(const TraceData& tr) override {
     const int64_t P = tr.P;
     const int L = tr.layers, H = tr.kv_heads, d = tr.d;
+    fetch_sentences_ = fetch_tokens_ = sel_sum_ = 0;  // a new trace: statistics start over
+    fetches_ = steps_ = reselections_ = sel_n_ = 0;
     const auto& pos = tr.source->tokens().query_positions;
     const auto it = std::lower_bound(pos.begin(), pos.end(), P);
     const int64_t last = int64_t(it - pos.begin()) - 1;
