@@ -95,6 +95,7 @@ class ChessSelector final : public TraceSelector {
     selected_.clear();
     last_select_ = -1;
     first_pos_ = last_pos_ = -1;
+    next_page_ = tr.P / B_;  // the first page holding a generated token
     grow_from_ = 0;
     selections_ = triggered_ = sel_n_ = 0;  // a new trace: statistics start over
     sel_sum_ = sel_pages_ = 0;
@@ -105,24 +106,28 @@ class ChessSelector final : public TraceSelector {
     if (first_pos_ < 0) first_pos_ = p;
     last_pos_ = p;
     bool reselect = last_select_ < 0;
-    // Uncertainty monitor: at the token that completes a page, its average entropy and varentropy.
-    if (has_entropy_ && (p + 1) % B_ == 0 && p >= P) {
-      const auto& tok = tr.source->tokens();
-      const int64_t a = std::max(P, p + 1 - B_);
-      double H = 0, V = 0;
-      for (int64_t t = a; t <= p; ++t) H += tok.entropy[size_t(t - P)], V += tok.varentropy[size_t(t - P)];
-      H /= double(p + 1 - a), V /= double(p + 1 - a);
-      if (!calibrated_) {
-        calib_H_.push_back(H), calib_V_.push_back(V);
-        if (int64_t(calib_H_.size()) >= calib_pages_) {
-          tau_H_ = percentile(calib_H_, 0.99), tau_V_ = percentile(calib_V_, 0.99);
-          calibrated_ = true;
+    // Uncertainty monitor: every page completed by token p (or, when the trace skips query rows, since
+    // the last row), its average entropy and varentropy over its generated tokens.
+    bool trigger = false;
+    if (has_entropy_)
+      for (; (next_page_ + 1) * B_ <= p + 1; ++next_page_) {
+        const auto& tok = tr.source->tokens();
+        const int64_t a = std::max(P, next_page_ * B_), e = (next_page_ + 1) * B_;
+        double H = 0, V = 0;
+        for (int64_t t = a; t < e; ++t) H += tok.entropy[size_t(t - P)], V += tok.varentropy[size_t(t - P)];
+        H /= double(e - a), V /= double(e - a);
+        if (!calibrated_) {
+          calib_H_.push_back(H), calib_V_.push_back(V);
+          if (int64_t(calib_H_.size()) >= calib_pages_) {
+            tau_H_ = percentile(calib_H_, 0.99), tau_V_ = percentile(calib_V_, 0.99);
+            calibrated_ = true;
+          }
+        } else if (H > tau_H_ && V > tau_V_) {
+          trigger = true;
         }
-      } else if (H > tau_H_ && V > tau_V_) {
-        reselect = true;
-        ++triggered_;
       }
-    }
+    if (trigger && !reselect) ++triggered_;
+    reselect = reselect || trigger;
     if (!calibrated_ && last_select_ >= 0 && p - last_select_ >= interval_) reselect = true;
     if (reselect) do_select(tr, p);
 
@@ -213,7 +218,7 @@ class ChessSelector final : public TraceSelector {
   std::vector<double> calib_H_, calib_V_;
   double tau_H_ = 0, tau_V_ = 0;
   std::vector<int32_t> selected_;  // context pages at the last selection
-  int64_t grow_from_ = 0, last_select_ = -1, first_pos_ = -1, last_pos_ = -1;
+  int64_t next_page_ = 0, grow_from_ = 0, last_select_ = -1, first_pos_ = -1, last_pos_ = -1;
   int64_t selections_ = 0, triggered_ = 0, sel_n_ = 0;
   double sel_sum_ = 0, sel_pages_ = 0;
 };
