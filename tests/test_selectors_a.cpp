@@ -499,3 +499,15 @@ TEST(SelectorsAAll, PrefillStartsStatisticsOver) {
       for (size_t j = 0; j < first[i].size(); ++j) EXPECT_EQ(first[i][j].tokens, second[i][j].tokens);
   }
 }
+
+TEST(SelectorsAChunkKv, ReuseCopiesTheFirstLayersChoice) {
+  // On `tiny`, layer 0's KV heads are local heads and layer 1's retrieval heads: with reuse 2, layer 1
+  // inherits layer 0's choice and loses the needle that its own selection finds (docs/selectors.md).
+  const auto& tr = tiny();
+  ASSERT_FALSE(tr.is_retrieval_head(0, 0));
+  ASSERT_TRUE(tr.is_retrieval_head(1, 0));
+  auto reuse1 = replay::make_chunkkv_selector(params("chunkkv", {{"reuse_layers", 1}}));
+  auto reuse2 = replay::make_chunkkv_selector(params("chunkkv", {{"reuse_layers", 2}}));
+  EXPECT_GE(needle_recall(*reuse1), 0.5);
+  EXPECT_LT(needle_recall(*reuse2), 0.5);
+}
