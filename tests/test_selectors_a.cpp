@@ -511,3 +511,26 @@ TEST(SelectorsAChunkKv, ReuseCopiesTheFirstLayersChoice) {
   EXPECT_GE(needle_recall(*reuse1), 0.5);
   EXPECT_LT(needle_recall(*reuse2), 0.5);
 }
+
+TEST(SelectorsAAll, StoredSubsetsOfLayersAndHeads) {
+  // One stored layer and KV head (the needle's retrieval layer): every selector runs on the subset.
+  const SyntheticTrace tr(load_synthetic_config("tiny", {{"store_layers", "[1]"}, {"store_kv_heads", "[1]"}}));
+  const TraceData d = load(tr);
+  ASSERT_EQ(d.layers, 1);
+  ASSERT_EQ(d.kv_heads, 1);
+  ASSERT_EQ(d.group_of[0].size(), 2u);
+  std::vector<std::unique_ptr<replay::TraceSelector>> sels;
+  sels.push_back(replay::make_chess_selector(params("chess", {{"page_size", 16}})));
+  sels.push_back(replay::make_sentencekv_selector(params("sentencekv", {{"token_budget", 128}, {"keep_factor", 3}})));
+  sels.push_back(replay::make_chunkkv_selector(params("chunkkv", {})));
+  for (auto& sel : sels) {
+    int64_t steps = 0;
+    run(*sel, d, 1 << 30, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
+      ASSERT_EQ(out.size(), 1u);
+      EXPECT_TRUE(contains(out[0].tokens, p));  // the current token is always attended
+      ++steps;
+    });
+    EXPECT_EQ(steps, tr.config().generated_tokens);
+  }
+  EXPECT_EQ(sels[2]->statistics().at("adjacent_layer_jaccard").samples, 0);  // one layer: no pair
+}
