@@ -34,7 +34,8 @@
 //     in between the retrieved set is kept.
 // Statistics: "mean_sentence_tokens" (P / prompt sentences), "sentences_per_fetch" and
 // "tokens_per_fetch" (per selection, per layer and KV head: the H2D copy of the cost model),
-// "fetched_tokens_per_step" (tokens copied per step, i.e. tokens_per_fetch * reselect_fraction),
+// "fetched_tokens_per_step", "fetched_sentences_per_step" (per decode step: per-fetch means times
+// reselect_fraction),
 // "reselect_fraction", "reselections", "kept_tokens" (floor(r tau) capped), "selected_fraction".
 #include <algorithm>
 #include <cmath>
@@ -226,6 +227,8 @@ class SentenceKvSelector final : public TraceSelector {
     const double frac = steps_ ? double(reselections_) / double(steps_) : 0;
     m["fetched_tokens_per_step"] = {fetches_ ? fetch_tokens_ / double(fetches_) * frac : 0, steps_,
                                     "tokens copied per decode step, per layer and KV head"};
+    m["fetched_sentences_per_step"] = {fetches_ ? fetch_sentences_ / double(fetches_) * frac : 0, steps_,
+                                       "sentences fetched per decode step, per layer and KV head"};
     m["reselect_fraction"] = {frac, steps_, "fraction of decode steps that rescore sentences and reload"};
     m["reselections"] = {double(reselections_), steps_, "decode steps that rescored sentences"};
     m["kept_tokens"] = {kept_total_, int64_t(layers_.size()), "prompt tokens kept at prefill per layer (floor(r tau))"};
