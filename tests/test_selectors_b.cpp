@@ -467,3 +467,47 @@ TEST(SelectorsBCtkvr, KeepsTheNeedleForRetrievalHeads) {
 
 }  // namespace
 }  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+double mean_rel_error(replay::TraceSelector& sel, const TraceData& D, int64_t s0, int64_t stride) {
+  const int d = D.d;
+  std::vector<float> o1(static_cast<size_t>(d)), o2(static_cast<size_t>(d));
+  double err = 0;
+  int n = 0;
+  for (int64_t s = s0; s < D.S; s += stride) {
+    const int64_t p = D.position(s);
+    auto out = run_select(sel, D, s);
+    for (int l = 0; l < D.layers; ++l)
+      for (int h = 0; h < D.kv_heads; ++h)
+        for (int qh : D.group_of[size_t(h)]) {
+          selection_attention(D, l, h, qh, s, out[size_t(l) * D.kv_heads + h], o1.data());
+          ref::decode_attention(D.q(l, qh, s), D.k(l, h), D.v(l, h), p + 1, d, 1.f / std::sqrt(float(d)), o2.data());
+          double a = 0, b = 0;
+          for (int c = 0; c < d; ++c) {
+            a += (o1[size_t(c)] - o2[size_t(c)]) * (o1[size_t(c)] - o2[size_t(c)]);
+            b += o2[size_t(c)] * o2[size_t(c)];
+          }
+          err += std::sqrt(a / b);
+          ++n;
+        }
+  }
+  return err / n;
+}
+
+TEST(SelectorsBSekv, ZoomingReducesTheOutputError) {
+  const Tiny& t = tiny();
+  const int64_t s0 = t.first_decode();
+  replay::SekvSelector coarse(params("sekv", {{"local_window", 64}, {"budget_ratio", 0.01}, {"min_span", 8}}));
+  coarse.prefill(t.D);
+  replay::SekvSelector zoom(params("sekv", {{"local_window", 64}, {"budget_ratio", 0.6}, {"min_span", 8}}));
+  zoom.prefill(t.D);
+  const double e0 = mean_rel_error(coarse, t.D, s0, 16), e1 = mean_rel_error(zoom, t.D, s0, 16);
+  std::printf("sekv tiny: output error coarse only %.4f, with zoom %.4f (zoom_rate %.3f)\n", e0, e1,
+              zoom.statistics().at("zoom_rate").value);
+  EXPECT_LT(e1, e0);
+}
+
+}  // namespace
+}  // namespace kvsim
