@@ -1,4 +1,4 @@
-// ctkvr trace selector (seed 004, CTKVR). Reading of the paper: docs/selectors-b.md, "## ctkvr".
+// ctkvr trace selector (seed 004, CTKVR). Reading of the paper: docs/selectors.md, "## ctkvr".
 // Prefill (§3.1.1, Algorithm 1): the last C prompt queries are the centroids; per KV head, each
 // centroid's softmax scores over all prompt keys (per query head, max over the GQA group), top rho ids
 // -> qcIVF [C, rho]. Decode (§3.1.2, Algorithm 2): cosine(q, centroids) per query head, max over the

@@ -1,4 +1,4 @@
-// sekv trace selector (seed 003, SEKV). Reading of the paper: docs/selectors-b.md, "## sekv".
+// sekv trace selector (seed 003, SEKV). Reading of the paper: docs/selectors.md, "## sekv".
 // Prefill (§3.1-3.2): surprisal boundaries H_t > mu + alpha sigma (mu, sigma over the whole prompt,
 // §3.1 "over the sequence") are anchors; the runs between anchors are spans; spans shorter than L_min
 // and the last w prompt tokens stay full resolution; every other span gets, per (layer, KV head), a
