@@ -21,7 +21,7 @@ void BM_ReplaySgemmPeak(benchmark::State& state) {
   for (auto _ : state) flops = measure_sgemm_peak(1024, 1);
   state.counters["FLOPs"] = flops;
 }
-BENCHMARK(BM_ReplaySgemmPeak)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_ReplaySgemmPeak)->Unit(benchmark::kMillisecond)->Iterations(3);  // FLOPs: per CPU-second
 
 // One (layer, KV head) ground-truth block: GQA group 4, d = 64, `rows` decode rows at the end of a
 // context of range(0) tokens.
@@ -47,6 +47,7 @@ void BM_ReplayGroundTruth(benchmark::State& state) {
     benchmark::DoNotOptimize(gt.probs.data());
   }
   state.counters["FLOPs"] = benchmark::Counter(flops, benchmark::Counter::kIsRate);
+  // Rates are per CPU-second (Google Benchmark's default), as the peak is: the ratio holds on a busy machine.
   state.counters["peak_fraction"] =
       benchmark::Counter(flops / sgemm_peak(), benchmark::Counter::kIsRate);  // FLOP/s ÷ peak FLOP/s
 }

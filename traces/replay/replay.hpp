@@ -48,7 +48,8 @@ struct GroundTruthBlock {
 // Scratch buffers are reused when the block is passed again.
 void ground_truth_block(const TraceData& t, int l, int h, int64_t s0, int64_t s1, GroundTruthBlock& out);
 
-// A 1024³ single-threaded Eigen SGEMM (best of `reps`): FLOP/s of this build on this core.
+// A 1024³ single-threaded Eigen SGEMM (best of `reps`): FLOP/s per CPU-second (thread CPU time) of this
+// build on this core.
 double measure_sgemm_peak(int n = 1024, int reps = 3);
 
 struct ReplayOptions {
@@ -94,9 +95,9 @@ struct ReplayResult {
   int threads = 1;
   bool has_values = false;
   double gt_flops = 0;              // ground-truth GEMM FLOPs executed
-  double gt_thread_seconds = 0;     // time the workers spent in the ground truth, summed over workers
+  double gt_thread_seconds = 0;     // CPU time the workers spent in the ground truth, summed over workers
   double sgemm_peak_flops = 0;      // single core (0 when not measured)
-  double metric_thread_seconds = 0; // time in the policies' attention and metrics, summed over workers
+  double metric_thread_seconds = 0; // CPU time in the policies' attention and metrics, summed over workers
   double wall_seconds = 0;
   double gt_flops_per_core() const { return gt_thread_seconds > 0 ? gt_flops / gt_thread_seconds : 0; }
   double gt_fraction_of_peak() const { return sgemm_peak_flops > 0 ? gt_flops_per_core() / sgemm_peak_flops : 0; }
