@@ -8,6 +8,9 @@
 #include "kernels/reference/reference.hpp"
 #include "model/error.hpp"
 #include "test_util.hpp"
+#include "traces/llm/capture.hpp"
+#include "traces/llm/model_path.hpp"
+#include "traces/replay/model_loop.hpp"
 #include "traces/replay/replay.hpp"
 #include "traces/synthetic.hpp"
 #include "traces/trace_file.hpp"
@@ -298,7 +301,86 @@ TEST(ReplayCli, BadInputExits2) {
   r = test::run_kvsim("replay '" + tiny_trace_file() + "' --memory-limit 0.000001");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("kvsim trace slice"), std::string::npos) << r.out;
-  r = test::run_kvsim("replay '" + tiny_trace_file() + "' --model-in-the-loop x.gguf");
+  r = test::run_kvsim("replay '" + tiny_trace_file() + "' --model-in-the-loop /no/such/model.gguf");
   EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("not yet supported"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+}
+
+// ---- model in the loop (skips without SmolLM2-135M: tools/fetch-model.sh) ----------------------
+
+namespace {
+struct LoopFixture {
+  std::unique_ptr<llm::LlamaModel> model;
+  std::unique_ptr<MemoryTrace> trace;
+  TraceData data;
+};
+LoopFixture* loop_fixture() {
+  static std::unique_ptr<LoopFixture> f = []() -> std::unique_ptr<LoopFixture> {
+    const std::string path = llm::default_model_path();
+    if (path.empty()) return nullptr;
+    auto x = std::make_unique<LoopFixture>();
+    x->model = std::make_unique<llm::LlamaModel>(path);
+    const auto prompt = x->model->tokenizer().encode(
+        "The river runs through the old town. Farmers sell apples at the market by the bridge. In winter the "
+        "river freezes and children skate on it. The market moves indoors. Question: what do farmers sell?");
+    llm::CaptureOptions o;
+    o.obs_window = 8;
+    o.stop_at_eos = false;
+    o.threads = 2;
+    x->trace = std::make_unique<MemoryTrace>(llm::capture_trace(*x->model, prompt, 10, o));
+    x->data = load_trace_data(*x->trace, 1e9);
+    return x;
+  }();
+  return f.get();
+}
+}  // namespace
+
+TEST(ReplayModelLoop, EverythingBudgetAgreesWithFullAttention) {
+  LoopFixture* f = loop_fixture();
+  if (!f) GTEST_SKIP() << "model not available: run tools/fetch-model.sh";
+  const double T = double(f->data.T);
+  const auto res = run_model_in_the_loop(*f->model, "model.gguf", f->data,
+                                         {{"full", {}, ""}, {"quest", with("quest", {{"budget_tokens", T}}), ""},
+                                          {"quest", with("quest", {{"budget_tokens", 16}}), "quest@16"}},
+                                         0, 2);
+  ASSERT_EQ(res.size(), 3u);
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(res[i].label);
+    EXPECT_EQ(res[i].steps, 9);
+    EXPECT_EQ(res[i].agreement, 1.0);
+    EXPECT_NEAR(res[i].nll_change, 0.0, 1e-3);
+  }
+  EXPECT_GE(res[2].agreement, 0.0);
+  EXPECT_LE(res[2].agreement, 1.0);
+  EXPECT_GT(res[2].nll_full, 0.0);
+}
+
+TEST(ReplayModelLoop, ModelMustMatchTheTrace) {
+  LoopFixture* f = loop_fixture();
+  if (!f) GTEST_SKIP() << "model not available: run tools/fetch-model.sh";
+  SyntheticTrace other(small_config());
+  const TraceData d = load_trace_data(other, 1e9);
+  try {
+    run_model_in_the_loop(*f->model, "model.gguf", d, {{"full", {}, ""}});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.gguf"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ReplayModelLoop, CliReportsAgreementAndNll) {
+  LoopFixture* f = loop_fixture();
+  if (!f) GTEST_SKIP() << "model not available: run tools/fetch-model.sh";
+  const std::string tr = std::string(::testing::TempDir()) + "kvsim_replay_loop.safetensors";
+  write_trace(tr, *f->trace, DType::fp32);
+  const std::string out = std::string(::testing::TempDir()) + "kvsim_replay_loop.json";
+  const auto r = test::run_kvsim("replay '" + tr + "' --policy quest --set quest.budget_tokens=32 --max-steps 3 "
+                                 "--format json -o '" + out + "' --model-in-the-loop '" + llm::default_model_path() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(test::read_text(out));
+  const auto& m = j["policies"][0]["model_in_the_loop"];
+  ASSERT_TRUE(m.is_object()) << j.dump(2);
+  EXPECT_EQ(m["steps"], 3);
+  EXPECT_GE(m["next_token_agreement"].get<double>(), 0.0);
+  EXPECT_TRUE(m["nll_change"].is_number());
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "model/atomic_file.hpp"
@@ -15,6 +16,7 @@
 #include "sim/resources.hpp"
 #include "sim/timeline.hpp"
 #include "tools/kvsim/progress.hpp"
+#include "traces/replay/model_loop.hpp"
 #include "traces/replay/replay.hpp"
 #include "traces/trace_file.hpp"
 
@@ -88,6 +90,7 @@ struct Row {
   ParamValues params, measured_params;
   std::vector<CarriedStatistic> carried;
   PlanResult analytical, measured;
+  const ModelLoopResult* loop = nullptr;
 };
 
 const char* rule_text(CarryRule r) { return r == CarryRule::as_is ? "as_is" : "scale_context"; }
@@ -155,18 +158,13 @@ ReplayCommand* add_replay_command(CLI::App& app) {
   c.cmd->add_option("--block-rows", c.block_rows, "decode rows per ground-truth GEMM block (default 32)")
       ->check(CLI::Range(1, 1 << 20));
   c.cmd->add_option("--model-in-the-loop", c.model_in_the_loop,
-                    "GGUF model to decode the trace's text with each policy's attention (not yet supported)");
+                    "GGUF model that recorded the trace: teacher-force its tokens with each policy's attention; "
+                    "report next-token agreement and NLL change versus full attention");
   return &c;
 }
 
 int run_replay_command(ReplayCommand& c) {
   if (!c.cmd->parsed()) return -1;
-  if (!c.model_in_the_loop.empty())
-    throw_input_error("command line", 0, "--model-in-the-loop",
-                      "value '" + c.model_in_the_loop +
-                          "': model-in-the-loop replay is not yet supported (it needs the llama decoder, "
-                          "traces/llm/llama.hpp, which this build does not have); replay without it measures "
-                          "attention recall and output error");
   // Policies: the given ones (each must have a selector) or every one with a selector.
   std::vector<std::string> with_selector;
   for (const std::string& n : policy_names())
@@ -224,6 +222,19 @@ int run_replay_command(ReplayCommand& c) {
     bar.finish();
   }
 
+  // Model in the loop: the trace's text decoded by the real model with each policy's attention.
+  std::vector<ModelLoopResult> loop;
+  if (!c.model_in_the_loop.empty()) {
+    if (!std::filesystem::exists(c.model_in_the_loop))
+      throw_input_error("command line", 0, "--model-in-the-loop", "file '" + c.model_in_the_loop + "' does not exist");
+    const llm::LlamaModel model(c.model_in_the_loop);
+    Progress bar("decoding with " + std::filesystem::path(c.model_in_the_loop).filename().string());
+    loop = run_model_in_the_loop(model, c.model_in_the_loop, data, runs, c.max_steps,
+                                 c.threads > 0 ? c.threads : int(std::max(1u, std::thread::hardware_concurrency())),
+                                 [&](double f) { bar.update(f); });
+    bar.finish();
+  }
+
   // The cost model on the scenario's hardware and model, at the scenario's context: analytical
   // defaults and measured statistics side by side.
   const Workload& w = s.workload;
@@ -235,6 +246,7 @@ int run_replay_command(ReplayCommand& c) {
   for (const PolicyReplay& pr : res.policies) {
     Row r;
     r.rep = &pr;
+    if (!loop.empty()) r.loop = &loop[size_t(&pr - res.policies.data())];
     r.policy = find_policy(pr.run.policy);
     ParamValues base = pr.run.params.empty() ? r.policy->defaults() : pr.run.params;
     r.params = base;
@@ -310,6 +322,12 @@ int run_replay_command(ReplayCommand& c) {
                       {"applied", cs.applied}, {"rule", rule_text(cs.rule)}, {"samples", cs.samples}});
       pj["carried"] = ca;
       pj["select_s"] = pr.select_seconds;
+      if (r.loop)
+        pj["model_in_the_loop"] = {{"model", c.model_in_the_loop},    {"steps", r.loop->steps},
+                                   {"next_token_agreement", r.loop->agreement}, {"nll_full", r.loop->nll_full},
+                                   {"nll_policy", r.loop->nll_policy}, {"nll_change", r.loop->nll_change}};
+      else
+        pj["model_in_the_loop"] = nullptr;
       json an = plan_json_of(r.analytical), me = plan_json_of(r.measured);
       pj["plan"] = {{"analytical", an}, {"measured", me}};
       if (r.analytical.feasible && r.measured.feasible)
@@ -320,7 +338,7 @@ int run_replay_command(ReplayCommand& c) {
     text = j.dump(2) + "\n";
   } else if (c.format == "csv") {
     text = "label,policy,recall_mean,recall_p10,error_mean,error_p90,topk_recall,tokens_mean,tpot_analytical_s,"
-           "tpot_measured_s,throughput_measured_tok_s,kv_hbm_bytes,carried\n";
+           "tpot_measured_s,throughput_measured_tok_s,kv_hbm_bytes,carried,next_token_agreement,nll_change\n";
     for (const Row& r : rows) {
       const Quality& q = r.rep->overall;
       std::string carried;
@@ -332,7 +350,8 @@ int run_replay_command(ReplayCommand& c) {
               (r.analytical.feasible ? num(r.analytical.tpot_s) : "") + "," +
               (r.measured.feasible ? num(r.measured.tpot_s) : "") + "," +
               (r.measured.feasible ? num(r.measured.throughput_tok_s) : "") + "," +
-              (r.measured.feasible ? num(r.measured.memory.kv_hbm_bytes) : "") + "," + carried + "\n";
+              (r.measured.feasible ? num(r.measured.memory.kv_hbm_bytes) : "") + "," + carried + "," +
+              (r.loop ? num(r.loop->agreement) : "") + "," + (r.loop ? num(r.loop->nll_change) : "") + "\n";
     }
   } else {
     char buf[512];
@@ -366,6 +385,18 @@ int run_replay_command(ReplayCommand& c) {
                     r.measured.feasible ? fmt("%.2f", r.measured.memory.kv_hbm_bytes / kGiB).c_str() : "-",
                     carried.c_str());
       text += buf;
+    }
+    if (!loop.empty()) {
+      text += "model in the loop: " + c.model_in_the_loop + " (teacher-forced trace tokens; versus full attention)\n";
+      std::snprintf(buf, sizeof buf, "%-16s %6s %10s %10s %10s %10s\n", "policy", "steps", "agreement", "NLL full",
+                    "NLL policy", "NLL change");
+      text += buf;
+      for (const Row& r : rows) {
+        std::snprintf(buf, sizeof buf, "%-16s %6lld %10.4f %10.4f %10.4f %+10.4f\n", r.rep->run.label.c_str(),
+                      (long long)r.loop->steps, r.loop->agreement, r.loop->nll_full, r.loop->nll_policy,
+                      r.loop->nll_change);
+        text += buf;
+      }
     }
     std::snprintf(buf, sizeof buf,
                   "replay:   %.2f s wall, %d threads; ground truth %.2f GFLOP at %.1f GFLOP/s per core = %.0f%% of "
