@@ -270,8 +270,10 @@ TEST(ReplayCli, TableHasARowPerPolicy) {
 
 TEST(ReplayCli, JsonParsesWithSchema) {
   const std::string out = std::string(::testing::TempDir()) + "kvsim_replay.json";
+  const std::string timeline = std::string(::testing::TempDir()) + "kvsim_replay_timeline.json";
   const auto r = test::run_kvsim("replay '" + tiny_trace_file() +
-                                 "' --policy quest --policy snapkv --set quest.budget_tokens=128 --format json -o '" + out + "'");
+                                 "' --policy quest --policy snapkv --set quest.budget_tokens=128 --format json -o '" + out +
+                                 "' --timeline '" + timeline + "'");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto j = nlohmann::json::parse(test::read_text(out));
   EXPECT_EQ(j["schema"], "kvsim.replay/1");
@@ -281,6 +283,25 @@ TEST(ReplayCli, JsonParsesWithSchema) {
   EXPECT_TRUE(j["policies"][0]["quality"]["attention_recall"]["mean"].is_number());
   EXPECT_TRUE(j["policies"][0]["plan"]["measured"]["tpot_s"].is_number());
   EXPECT_GT(j["performance"]["sgemm_peak_flops_per_core"].get<double>(), 0);
+  EXPECT_EQ(j["policies"][0]["per_layer"].size(), 2u);
+  EXPECT_TRUE(j["policies"][0]["plan"]["measured"]["decode_step_bytes"]["hbm"].is_number());
+  const auto tl = nlohmann::json::parse(test::read_text(timeline));
+  EXPECT_FALSE(tl["traceEvents"].empty());
+}
+
+TEST(ReplayCli, ScenarioPolicyParamsAreKept) {
+  const std::string sc = test::write_temp("kvsim_replay_scenario.yaml",
+                                          "hardware: h100-sxm\nmodel: llama-3.1-8b\nworkload:\n  context_tokens: 32768\n"
+                                          "  output_tokens: 256\n  batch: 1\npolicies:\n"
+                                          "  - {name: quest, budget_tokens: 256}\n  - {name: snapkv, budget_tokens: 300}\n");
+  const std::string out = std::string(::testing::TempDir()) + "kvsim_replay_sc.json";
+  const auto r = test::run_kvsim("replay '" + tiny_trace_file() + "' '" + sc +
+                                 "' --policy quest --policy snapkv --set snapkv.budget_tokens=200 --format json -o '" + out + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(test::read_text(out));
+  EXPECT_EQ(j["scenario"]["context_tokens"], 32768);
+  EXPECT_EQ(j["policies"][0]["params"]["budget_tokens"], 256);
+  EXPECT_EQ(j["policies"][1]["params"]["budget_tokens"], 200);
 }
 
 TEST(ReplayCli, BudgetSweepCsv) {

@@ -184,7 +184,23 @@ int run_replay_command(ReplayCommand& c) {
   o.policies = names;
   o.sets = c.sets;
   const std::string scenario_file = c.scenario.empty() ? library_dir() + "/default.yaml" : c.scenario;
-  const Scenario s = load_scenario_file(scenario_file, o);
+  Scenario s = load_scenario_file(scenario_file, o);
+  {
+    // o.policies replaced the scenario's list (with defaults): keep the parameters the scenario's own
+    // list gives a policy, then the --set values on top.
+    const Scenario own = load_scenario_file(scenario_file);
+    for (PolicyChoice& pc : s.policies) {
+      const ParamValues set_values = pc.params;
+      for (const PolicyChoice& oc : own.policies)
+        if (oc.policy == pc.policy) pc.params = oc.params;
+      for (const std::string& set : c.sets) {
+        const size_t dot = set.find('.'), eq = set.find('=');
+        if (dot == std::string::npos || eq == std::string::npos || set.substr(0, dot) != pc.policy->name()) continue;
+        const int i = pc.policy->param_index(set.substr(dot + 1, eq - dot - 1));
+        if (i >= 0) pc.params[size_t(i)] = set_values[size_t(i)];
+      }
+    }
+  }
 
   // Runs: each policy at its (scenario + --set) parameters, or at every sweep budget.
   std::vector<PolicyRun> runs;
@@ -261,7 +277,9 @@ int run_replay_command(ReplayCommand& c) {
   const TraceMeta& tm = trace->meta();
   const std::string context_note = "simulated at the scenario's context " + std::to_string(ctx) +
                                    " tokens (the trace's prompt has " + std::to_string(P) +
-                                   "); token-count statistics scale by " + fmt("%.4g", ratio);
+                                   "); statistics carried from the trace's model " + tm.model.name + " to " +
+                                   s.model.name + ": ratios, rates and text-shape means as is, token counts x " +
+                                   fmt("%.4g", ratio) + " (docs/replay.md)";
 
   std::string text;
   if (c.format == "json") {
