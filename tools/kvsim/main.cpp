@@ -1,4 +1,4 @@
-// kvsim command line. Subcommands: plan, trace, hardware, host, model, policy, bench.
+// kvsim command line. Subcommands: plan, trace, replay, hardware, host, model, policy, bench.
 // Input errors print one line naming file, line, field, value and what is allowed, and exit 2.
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -18,6 +18,7 @@
 #include "sim/resources.hpp"
 #include "sim/timeline.hpp"
 #include "tools/kvsim/host_probe.hpp"
+#include "tools/kvsim/replay_cmd.hpp"
 #include "tools/kvsim/trace_cmd.hpp"
 
 #ifndef KVSIM_VERSION
@@ -217,6 +218,7 @@ int main(int argc, char** argv) {
   cmd_plan->add_option("--set", plan.o.sets, "POLICY.PARAM=VALUE (repeatable)");
 
   TraceCommands* trace_cmds = add_trace_commands(app);
+  ReplayCommand* replay_cmd = add_replay_command(app);
 
   std::string name, fmt = "table";
   auto add_library_cmd = [&](const char* cmd, const char* what) {
@@ -252,6 +254,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd_plan->parsed()) return run_plan(plan);
     if (const int rc = run_trace_command(*trace_cmds, argc, argv); rc >= 0) return rc;
+    if (const int rc = run_replay_command(*replay_cmd); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (cmd_probe->parsed()) {
       std::printf("%s", probe_host_yaml(probe_name, probe_seconds).c_str());

@@ -1,0 +1,470 @@
+#include "traces/replay/replay.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <mutex>
+#include <cmath>
+#include <numeric>
+#include <thread>
+#include <time.h>
+
+#include "kernels/reference/reference.hpp"
+#include "model/error.hpp"
+
+namespace kvsim::replay {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowMap = Eigen::Map<RowMat>;
+using CRowMap = Eigen::Map<const RowMat>;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// CPU time of the calling thread: FLOP/s per CPU-second is what a core delivers, whatever else shares
+// the machine (wall time would charge this run for other processes' time slices).
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+std::string gib_text(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+}  // namespace
+
+double trace_data_bytes(const TraceSource& t) {
+  const TraceMeta& m = t.meta();
+  const double d = m.model.head_dim, T = double(t.tokens_count()), S = double(t.steps_count());
+  const double kv = double(m.layers.size()) * double(m.kv_heads.size()) * T * d * 4.0;
+  return kv * (t.has_values() ? 2.0 : 1.0) + double(m.layers.size()) * double(m.query_heads.size()) * S * d * 4.0;
+}
+
+TraceData load_trace_data(const TraceSource& t, double memory_limit_bytes, const std::string& where) {
+  const double need = trace_data_bytes(t);
+  if (need > memory_limit_bytes)
+    throw_input_error(where, 0, "memory",
+                      "replay holds the trace in float32: it needs " + gib_text(need) + " (" +
+                          std::to_string(int64_t(need)) + " bytes), over the limit of " + gib_text(memory_limit_bytes) +
+                          "; raise --memory-limit or cut the trace down with `kvsim trace slice` (--layers, "
+                          "--kv-heads, --steps)");
+  const TraceMeta& m = t.meta();
+  TraceData d;
+  d.source = &t;
+  d.layers = int(m.layers.size());
+  d.kv_heads = int(m.kv_heads.size());
+  d.q_heads = int(m.query_heads.size());
+  d.d = m.model.head_dim;
+  d.T = t.tokens_count();
+  d.S = t.steps_count();
+  d.P = m.prompt_tokens;
+  d.group_of.assign(size_t(d.kv_heads), {});
+  for (int q = 0; q < d.q_heads; ++q) {
+    const int h = t.kv_slot_of_query(q);
+    if (h >= 0) d.group_of[size_t(h)].push_back(q);
+  }
+  d.group = d.kv_heads > 0 ? int(d.group_of[0].size()) : 0;
+  const size_t kv = size_t(d.T) * d.d;
+  d.keys.resize(size_t(d.layers) * d.kv_heads * kv);
+  if (t.has_values()) d.values.resize(d.keys.size());
+  d.queries.resize(size_t(d.layers) * d.q_heads * size_t(d.S) * d.d);
+  for (int l = 0; l < d.layers; ++l) {
+    for (int h = 0; h < d.kv_heads; ++h) {
+      t.keys(l, h, 0, d.T, d.keys.data() + (size_t(l) * d.kv_heads + h) * kv);
+      if (t.has_values()) t.values(l, h, 0, d.T, d.values.data() + (size_t(l) * d.kv_heads + h) * kv);
+    }
+    for (int q = 0; q < d.q_heads; ++q)
+      t.queries(l, q, 0, d.S, d.queries.data() + (size_t(l) * d.q_heads + q) * size_t(d.S) * d.d);
+  }
+  return d;
+}
+
+void ground_truth_block(const TraceData& t, int l, int h, int64_t s0, int64_t s1, GroundTruthBlock& out) {
+  const auto& grp = t.group_of[size_t(h)];
+  const int g = int(grp.size()), d = t.d;
+  const int64_t rows = s1 - s0, cols = t.position(s1 - 1) + 1;
+  out.s0 = s0;
+  out.rows = rows;
+  out.cols = cols;
+  out.group = g;
+  out.d = d;
+  const float scale = 1.0f / std::sqrt(float(d));
+  // Q_block [g·rows, d], pre-scaled: one GEMM for the whole group and block.
+  RowMat Q(g * rows, d);
+  for (int j = 0; j < g; ++j)
+    Q.middleRows(j * rows, rows) = CRowMap(t.q(l, grp[size_t(j)], s0), rows, d) * scale;
+  out.probs.resize(size_t(g * rows) * size_t(cols));
+  RowMap S(out.probs.data(), g * rows, cols);
+  const CRowMap K(t.k(l, h), cols, d);
+  S.noalias() = Q * K.transpose();
+  out.flops = 2.0 * double(g * rows) * double(cols) * d;
+  // Causal mask and softmax per row: row (j, r) sees tokens 0..position(s0 + r).
+  for (int j = 0; j < g; ++j)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t n = t.position(s0 + r) + 1;
+      auto row = S.row(j * rows + r);
+      auto seen = row.head(n).array();
+      const float mx = seen.maxCoeff();
+      seen = (seen - mx).exp();
+      seen /= seen.sum();
+      row.tail(cols - n).setZero();
+    }
+  if (t.source->has_values()) {
+    out.outputs.resize(size_t(g * rows) * d);
+    RowMap O(out.outputs.data(), g * rows, d);
+    O.noalias() = S * CRowMap(t.v(l, h), cols, d);
+    out.flops *= 2;
+  } else {
+    out.outputs.clear();
+  }
+}
+
+double measure_sgemm_peak(int n, int reps) {
+  Eigen::MatrixXf A = Eigen::MatrixXf::Random(n, n), B = Eigen::MatrixXf::Random(n, n), C(n, n);
+  double best = 1e30;
+  for (int i = 0; i < std::max(1, reps); ++i) {
+    const double t0 = thread_cpu_seconds();
+    C.noalias() = A * B;
+    best = std::min(best, thread_cpu_seconds() - t0);
+  }
+  volatile float sink = C(0, 0);
+  (void)sink;
+  return 2.0 * double(n) * n * n / best;
+}
+
+namespace {
+
+Summary summarize(std::vector<float> v) {
+  Summary s;
+  s.n = int64_t(v.size());
+  if (v.empty()) return s;
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  auto at = [&](double q) {  // linear interpolation between closest ranks
+    const double x = q * double(v.size() - 1);
+    const size_t i = size_t(x);
+    const double f = x - double(i);
+    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : double(v[i]);
+  };
+  s.p10 = at(0.1);
+  s.p50 = at(0.5);
+  s.p90 = at(0.9);
+  return s;
+}
+
+// Per (policy, decode row, layer, query head slot): the four metrics.
+struct MetricStore {
+  int64_t rows = 0;
+  int layers = 0, q_heads = 0;
+  std::vector<float> recall, error, topk, tokens;
+  size_t at(int64_t r, int l, int q) const { return (size_t(r) * layers + l) * q_heads + q; }
+  void init(int64_t r, int L, int Q) {
+    rows = r;
+    layers = L;
+    q_heads = Q;
+    const size_t n = size_t(r) * L * Q;
+    recall.assign(n, NAN);
+    error.assign(n, NAN);
+    topk.assign(n, NAN);
+    tokens.assign(n, NAN);
+  }
+};
+
+Quality quality_of(const MetricStore& m, bool values, int64_t r0, int64_t r1, int layer /* -1 = all */) {
+  std::vector<float> rec, err, tk, tok;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int l = 0; l < m.layers; ++l) {
+      if (layer >= 0 && l != layer) continue;
+      for (int q = 0; q < m.q_heads; ++q) {
+        const size_t i = m.at(r, l, q);
+        if (std::isnan(m.recall[i])) continue;  // a query head whose KV head is not stored
+        rec.push_back(m.recall[i]);
+        tk.push_back(m.topk[i]);
+        tok.push_back(m.tokens[i]);
+        if (values) err.push_back(m.error[i]);
+      }
+    }
+  Quality q;
+  q.recall = summarize(std::move(rec));
+  q.topk_recall = summarize(std::move(tk));
+  q.tokens = summarize(std::move(tok));
+  if (values) q.error = summarize(std::move(err));
+  return q;
+}
+
+// The exact top-k of a probability row under the reference ranking (higher first, ties by the lower
+// index): O(n) by a selection of the k-th value, then a scan.
+void topk_of_row(const float* p, int64_t n, int64_t k, std::vector<float>& scratch, std::vector<int32_t>& out) {
+  out.clear();
+  k = std::min(k, n);
+  if (k <= 0) return;
+  scratch.assign(p, p + n);
+  std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<float>());
+  const float tau = scratch[size_t(k - 1)];
+  int64_t above = 0;
+  for (int64_t i = 0; i < n; ++i) above += p[i] > tau;
+  int64_t ties = k - above;
+  for (int64_t i = 0; i < n; ++i)
+    if (p[i] > tau || (p[i] == tau && ties-- > 0)) out.push_back(int32_t(i));
+}
+
+struct Worker {
+  GroundTruthBlock gt;
+  std::vector<uint8_t> mark;
+  std::vector<float> scratch, Qg, o_sel, lse, o_extra;
+  std::vector<std::vector<int32_t>> top;  // [group * rows]
+  std::vector<ref::AttnEntry> entries;
+  double gt_seconds = 0, metric_seconds = 0, flops = 0;
+};
+
+}  // namespace
+
+ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, const ReplayOptions& o) {
+  const auto wall0 = Clock::now();
+  ReplayResult res;
+  res.has_values = t.source->has_values();
+  if (o.measure_peak) res.sgemm_peak_flops = measure_sgemm_peak();
+  // Decode rows, in order.
+  std::vector<int64_t> rows;
+  for (int64_t s = 0; s < t.S; ++s)
+    if (t.position(s) >= t.P) rows.push_back(s);
+  if (o.max_steps > 0 && int64_t(rows.size()) > o.max_steps) rows.resize(size_t(o.max_steps));
+  const int64_t R = int64_t(rows.size());
+  res.decode_rows = R;
+  // Decode rows are contiguous in S (query positions are increasing and every row after the first
+  // decode row is a decode row), so a block of rows is a range of S.
+  const int npol = int(runs.size());
+  const int pairs = t.layers * t.kv_heads;
+  int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::max(1, std::min(threads, pairs));
+  res.threads = threads;
+
+  std::vector<std::unique_ptr<TraceSelector>> sel(runs.size());
+  std::vector<MetricStore> metrics(runs.size());
+  res.policies.resize(size_t(npol));
+  for (int i = 0; i < npol; ++i) {
+    sel[size_t(i)] = make_selector(runs[size_t(i)].policy, runs[size_t(i)].params);
+    if (!sel[size_t(i)]) throw std::logic_error("no trace selector for policy " + runs[size_t(i)].policy);
+    res.policies[size_t(i)].run = runs[size_t(i)];
+    if (res.policies[size_t(i)].run.label.empty()) res.policies[size_t(i)].run.label = runs[size_t(i)].policy;
+    metrics[size_t(i)].init(R, t.layers, t.q_heads);
+    const auto t0 = Clock::now();
+    sel[size_t(i)]->prefill(t);
+    res.policies[size_t(i)].select_seconds += seconds_since(t0);
+  }
+
+  const int B = std::max(1, o.block_rows);
+  std::vector<Worker> workers(static_cast<size_t>(threads));
+  // sels[policy][row in block][pair]
+  std::vector<std::vector<std::vector<HeadSelection>>> sels(runs.size());
+  const float scale = 1.0f / std::sqrt(float(t.d));
+  const bool values = res.has_values;
+  const int64_t topk = std::max(1, o.topk);
+
+  for (int64_t b0 = 0; b0 < R; b0 += B) {
+    const int64_t b1 = std::min(R, b0 + B), nb = b1 - b0;
+    const int64_t s0 = rows[size_t(b0)], s1 = rows[size_t(b1 - 1)] + 1;
+    if (s1 - s0 != nb) throw std::logic_error("replay: decode rows are not contiguous");
+    // 1. Selections, in row order (selectors may keep state).
+    for (int i = 0; i < npol; ++i) {
+      auto& ps = sels[size_t(i)];
+      ps.resize(size_t(B));
+      const auto t0 = Clock::now();
+      for (int64_t r = 0; r < nb; ++r) {
+        auto& out = ps[size_t(r)];
+        out.resize(size_t(pairs));
+        for (auto& hs : out) hs.clear();
+        sel[size_t(i)]->select(t, s0 + r, out);
+      }
+      res.policies[size_t(i)].select_seconds += seconds_since(t0);
+    }
+    // 2. Ground truth once per (layer, KV head), then every policy's attention and metrics.
+    std::atomic<int> next{0};
+    auto work = [&](Worker& w) {
+      for (int pair = next++; pair < pairs; pair = next++) {
+        const int l = pair / t.kv_heads, h = pair % t.kv_heads;
+        const auto& grp = t.group_of[size_t(h)];
+        const int g = int(grp.size());
+        double c0 = thread_cpu_seconds();
+        ground_truth_block(t, l, h, s0, s1, w.gt);
+        w.gt_seconds += thread_cpu_seconds() - c0;
+        w.flops += w.gt.flops;
+        c0 = thread_cpu_seconds();
+        const int64_t cols = w.gt.cols;
+        if (int64_t(w.mark.size()) < cols) w.mark.assign(size_t(cols), 0);
+        w.top.resize(size_t(g) * nb);
+        for (int j = 0; j < g; ++j)
+          for (int64_t r = 0; r < nb; ++r)
+            topk_of_row(w.gt.p(j, r), t.position(s0 + r) + 1, topk, w.scratch, w.top[size_t(j) * nb + r]);
+        w.Qg.resize(size_t(g) * t.d);
+        w.o_sel.resize(size_t(g) * t.d);
+        w.lse.resize(size_t(g));
+        w.o_extra.resize(size_t(t.d));
+        for (int i = 0; i < npol; ++i) {
+          MetricStore& m = metrics[size_t(i)];
+          for (int64_t r = 0; r < nb; ++r) {
+            const HeadSelection& hs = sels[size_t(i)][size_t(r)][size_t(pair)];
+            const int64_t s = s0 + r, n = t.position(s) + 1, ri = b0 + r;
+            if (hs.all) {
+              for (int j = 0; j < g; ++j) {
+                const size_t at = m.at(ri, l, grp[size_t(j)]);
+                m.recall[at] = 1;
+                m.topk[at] = 1;
+                m.tokens[at] = float(n);
+                m.error[at] = 0;
+              }
+              continue;
+            }
+            // Mark the attended tokens (full resolution or represented by extra entries).
+            for (int32_t x : hs.tokens) {
+              if (x < 0 || x >= n) throw std::logic_error("selector " + runs[size_t(i)].policy + " selected token " +
+                                                          std::to_string(x) + " outside 0.." + std::to_string(n - 1));
+              w.mark[size_t(x)] = 1;
+            }
+            for (int32_t x : hs.extra_tokens)
+              if (x >= 0 && x < n) w.mark[size_t(x)] = 1;
+            const int64_t m_extra = int64_t(hs.extra_bias.size());
+            if (values) {
+              for (int j = 0; j < g; ++j) std::copy_n(t.q(l, grp[size_t(j)], s), t.d, w.Qg.data() + size_t(j) * t.d);
+              ref::gqa_gather_attention(w.Qg.data(), g, t.k(l, h), t.v(l, h), n, t.d, hs.tokens.data(),
+                                        int64_t(hs.tokens.size()), scale, w.o_sel.data(), w.lse.data());
+              if (m_extra > 0) {
+                w.entries.resize(size_t(m_extra));
+                for (int64_t e = 0; e < m_extra; ++e)
+                  w.entries[size_t(e)] = {hs.extra_k.data() + size_t(e) * t.d, hs.extra_v.data() + size_t(e) * t.d,
+                                          hs.extra_bias[size_t(e)]};
+                for (int j = 0; j < g; ++j) {
+                  float* oj = w.o_sel.data() + size_t(j) * t.d;
+                  const float le = ref::biased_attention(w.Qg.data() + size_t(j) * t.d, w.entries, t.d, scale,
+                                                         w.o_extra.data());
+                  w.lse[size_t(j)] = ref::merge_state(oj, w.lse[size_t(j)], w.o_extra.data(), le, t.d, oj);
+                }
+              }
+            }
+            for (int j = 0; j < g; ++j) {
+              const float* p = w.gt.p(j, r);
+              double rec = 0;
+              // Σ over the union tokens ∪ extra_tokens: a token counts once (mark 1 -> 2 when counted).
+              for (int32_t x : hs.tokens) { rec += p[x]; w.mark[size_t(x)] = 2; }
+              for (int32_t x : hs.extra_tokens)
+                if (x >= 0 && x < n && w.mark[size_t(x)] == 1) { rec += p[x]; w.mark[size_t(x)] = 2; }
+              int64_t hit = 0;
+              const auto& top = w.top[size_t(j) * nb + r];
+              for (int32_t x : top) hit += w.mark[size_t(x)] != 0;
+              // restore marks for the next head of the group
+              for (int32_t x : hs.tokens) w.mark[size_t(x)] = 1;
+              for (int32_t x : hs.extra_tokens)
+                if (x >= 0 && x < n) w.mark[size_t(x)] = 1;
+              const size_t at = m.at(ri, l, grp[size_t(j)]);
+              m.recall[at] = float(std::min(1.0, rec));
+              m.topk[at] = top.empty() ? 1.0f : float(hit) / float(top.size());
+              m.tokens[at] = float(int64_t(hs.tokens.size()) + m_extra);
+              if (values) {
+                const float* of = w.gt.o(j, r);
+                const float* os = w.o_sel.data() + size_t(j) * t.d;
+                double num = 0, den = 0;
+                for (int c = 0; c < t.d; ++c) {
+                  num += double(os[c] - of[c]) * double(os[c] - of[c]);
+                  den += double(of[c]) * double(of[c]);
+                }
+                m.error[at] = float(den > 0 ? std::sqrt(num / den) : std::sqrt(num));
+              }
+            }
+            for (int32_t x : hs.tokens) w.mark[size_t(x)] = 0;
+            for (int32_t x : hs.extra_tokens)
+              if (x >= 0 && x < n) w.mark[size_t(x)] = 0;
+          }
+        }
+        w.metric_seconds += thread_cpu_seconds() - c0;
+      }
+    };
+    // Errors in a worker (a selector's bad token id) stop the others and are rethrown here.
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto guarded = [&](Worker& w) {
+      try {
+        work(w);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = pairs;
+      }
+    };
+    if (threads == 1) {
+      guarded(workers[0]);
+    } else {
+      std::vector<std::thread> pool;
+      for (int k = 0; k < threads; ++k) pool.emplace_back(guarded, std::ref(workers[size_t(k)]));
+      for (auto& th : pool) th.join();
+    }
+    if (error) std::rethrow_exception(error);
+    if (o.progress) o.progress(double(b1) / double(R));
+  }
+  for (const Worker& w : workers) {
+    res.gt_flops += w.flops;
+    res.gt_thread_seconds += w.gt_seconds;
+    res.metric_thread_seconds += w.metric_seconds;
+  }
+
+  // Aggregates.
+  const int nr = int(std::max<int64_t>(1, std::min<int64_t>(o.step_ranges, R)));
+  double ctx = 0;
+  for (int64_t r = 0; r < R; ++r) ctx += double(t.position(rows[size_t(r)]) + 1);
+  for (int i = 0; i < npol; ++i) {
+    PolicyReplay& pr = res.policies[size_t(i)];
+    const MetricStore& m = metrics[size_t(i)];
+    pr.overall = quality_of(m, values, 0, R, -1);
+    for (int l = 0; l < t.layers; ++l) pr.per_layer.push_back(quality_of(m, values, 0, R, l));
+    for (int k = 0; k < nr && R > 0; ++k) {
+      const int64_t a = R * k / nr, b = R * (k + 1) / nr;
+      pr.ranges.emplace_back(a, b);
+      pr.per_range.push_back(quality_of(m, values, a, b, -1));
+    }
+    pr.statistics = sel[size_t(i)]->statistics();
+    pr.context_mean = R > 0 ? ctx / double(R) : 0;
+  }
+  res.wall_seconds = seconds_since(wall0);
+  return res;
+}
+
+CarryRule carry_rule(const std::string& param) {
+  if (param == "mean_sentence_tokens" || param == "mean_span_tokens") return CarryRule::as_is;
+  return param.find("tokens") != std::string::npos ? CarryRule::scale_context : CarryRule::as_is;
+}
+
+std::vector<CarriedStatistic> apply_statistics(const Policy& policy, ParamValues& params,
+                                               const std::map<std::string, Statistic>& stats, double context_ratio) {
+  if (params.empty()) params = policy.defaults();
+  std::vector<CarriedStatistic> out;
+  const auto& specs = policy.params();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const auto it = stats.find(specs[i].name);
+    if (it == stats.end() || it->second.samples <= 0 || !std::isfinite(it->second.value)) continue;
+    CarriedStatistic c;
+    c.param = specs[i].name;
+    c.analytical = params[i];
+    c.measured = it->second.value;
+    c.rule = carry_rule(c.param);
+    c.samples = it->second.samples;
+    c.doc = it->second.doc;
+    double v = c.rule == CarryRule::scale_context ? c.measured * context_ratio : c.measured;
+    const Range& r = specs[i].range;
+    if (specs[i].integer) v = std::round(v);
+    if (r.lo_exclusive && v <= r.lo) v = std::nextafter(r.lo, r.hi);
+    v = std::clamp(v, r.lo, r.hi);
+    c.applied = v;
+    params[i] = v;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace kvsim::replay
