@@ -11,6 +11,7 @@
 #include "kernels/reference/reference.hpp"
 #include "model/policy.hpp"
 #include "traces/replay/selector.hpp"
+#include "traces/replay/replay.hpp"
 #include "traces/synthetic.hpp"
 
 using namespace kvsim;
@@ -36,33 +37,8 @@ class TokensOverride final : public TraceSource {
   TraceTokens tok_;
 };
 
-TraceData load(const TraceSource& src) {
-  TraceData t;
-  const TraceMeta& m = src.meta();
-  t.source = &src;
-  t.layers = int(m.layers.size()), t.kv_heads = int(m.kv_heads.size()), t.q_heads = int(m.query_heads.size());
-  t.d = src.head_dim();
-  t.group = t.q_heads / t.kv_heads;
-  t.T = src.tokens_count(), t.S = src.steps_count(), t.P = m.prompt_tokens;
-  const size_t kv = size_t(t.T) * t.d;
-  t.keys.resize(size_t(t.layers) * t.kv_heads * kv);
-  t.values.resize(t.keys.size());
-  for (int l = 0; l < t.layers; ++l)
-    for (int h = 0; h < t.kv_heads; ++h) {
-      src.keys(l, h, 0, t.T, t.keys.data() + (size_t(l) * t.kv_heads + h) * kv);
-      src.values(l, h, 0, t.T, t.values.data() + (size_t(l) * t.kv_heads + h) * kv);
-    }
-  t.queries.resize(size_t(t.layers) * t.q_heads * t.S * t.d);
-  for (int l = 0; l < t.layers; ++l)
-    for (int q = 0; q < t.q_heads; ++q)
-      src.queries(l, q, 0, t.S, t.queries.data() + (size_t(l) * t.q_heads + q) * size_t(t.S) * t.d);
-  t.group_of.assign(size_t(t.kv_heads), {});
-  for (int q = 0; q < t.q_heads; ++q) {
-    const int h = src.kv_slot_of_query(q);
-    if (h >= 0) t.group_of[size_t(h)].push_back(q);
-  }
-  return t;
-}
+// The trace in float, as replay loads it (no memory limit in tests).
+TraceData load(const TraceSource& src) { return replay::load_trace_data(src, 1e15, "test trace"); }
 
 const SyntheticTrace& tiny() {
   static const SyntheticTrace tr(load_synthetic_config("tiny"));

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/reference/reference.hpp"
+#include "traces/replay/replay.hpp"
 #include "model/policy.hpp"
 #include "traces/replay/selector.hpp"
 #include "traces/replay/selectors/ctkvr.hpp"
@@ -24,37 +25,8 @@ namespace {
 using replay::HeadSelection;
 using replay::TraceData;
 
-// The whole trace in float, as the replay engine's loader builds it (local to this file).
-TraceData make_data(const SyntheticTrace& tr) {
-  TraceData D;
-  D.source = &tr;
-  const TraceMeta& m = tr.meta();
-  D.layers = int(m.layers.size());
-  D.kv_heads = int(m.kv_heads.size());
-  D.q_heads = int(m.query_heads.size());
-  D.d = m.model.head_dim;
-  D.group = D.q_heads / D.kv_heads;
-  D.T = tr.tokens_count();
-  D.S = tr.steps_count();
-  D.P = m.prompt_tokens;
-  const size_t td = size_t(D.T) * D.d, sd = size_t(D.S) * D.d;
-  D.keys.resize(size_t(D.layers) * D.kv_heads * td);
-  D.values.resize(D.keys.size());
-  D.queries.resize(size_t(D.layers) * D.q_heads * sd);
-  for (int l = 0; l < D.layers; ++l) {
-    for (int h = 0; h < D.kv_heads; ++h) {
-      tr.keys(l, h, 0, D.T, D.keys.data() + (size_t(l) * D.kv_heads + h) * td);
-      tr.values(l, h, 0, D.T, D.values.data() + (size_t(l) * D.kv_heads + h) * td);
-    }
-    for (int q = 0; q < D.q_heads; ++q) tr.queries(l, q, 0, D.S, D.queries.data() + (size_t(l) * D.q_heads + q) * sd);
-  }
-  D.group_of.assign(size_t(D.kv_heads), {});
-  for (int q = 0; q < D.q_heads; ++q) {
-    const int kv = tr.kv_slot_of_query(q);
-    if (kv >= 0) D.group_of[size_t(kv)].push_back(q);
-  }
-  return D;
-}
+// The trace in float, as replay loads it (no memory limit in tests).
+TraceData make_data(const SyntheticTrace& tr) { return replay::load_trace_data(tr, 1e15, "test trace"); }
 
 struct Tiny {
   SyntheticTrace tr;
