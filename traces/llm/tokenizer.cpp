@@ -149,6 +149,19 @@ std::vector<Cp> code_points(const std::string& s) {
   return v;
 }
 
+uint32_t ascii_lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+// Length in code points of an English contraction ('s 't 'm 'd 're 've 'll) starting at i, or 0.
+// Llama 3's pattern matches them case-insensitively, GPT-2's does not.
+size_t contraction(const std::vector<Cp>& cps, size_t i, size_t e, bool ignore_case) {
+  if (cps[i].cp != '\'' || i + 1 >= e) return 0;
+  auto at = [&](size_t k) { return k < e ? (ignore_case ? ascii_lower(cps[k].cp) : cps[k].cp) : 0u; };
+  const uint32_t a = at(i + 1), n2 = at(i + 2);
+  if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+  if ((a == 'r' && n2 == 'e') || (a == 'v' && n2 == 'e') || (a == 'l' && n2 == 'l')) return 3;
+  return 0;
+}
+
 // The GPT-2 pattern 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ over
 // code points [b, e), appending the pieces.
 void gpt2_split(const std::string& s, const std::vector<Cp>& cps, size_t b, size_t e, std::vector<std::string>& out) {
@@ -156,16 +169,10 @@ void gpt2_split(const std::string& s, const std::vector<Cp>& cps, size_t b, size
   size_t i = b;
   while (i < e) {
     const uint32_t c = cps[i].cp;
-    if (c == '\'' && i + 1 < e) {
-      const uint32_t a = cps[i + 1].cp, n2 = i + 2 < e ? cps[i + 2].cp : 0;
-      size_t len = 0;
-      if (a == 's' || a == 't' || a == 'm' || a == 'd') len = 2;
-      else if ((a == 'r' && n2 == 'e') || (a == 'v' && n2 == 'e') || (a == 'l' && n2 == 'l')) len = 3;
-      if (len) {
-        piece(i, i + len);
-        i += len;
-        continue;
-      }
+    if (const size_t len = contraction(cps, i, e, false)) {
+      piece(i, i + len);
+      i += len;
+      continue;
     }
     const size_t s0 = (c == ' ' && i + 1 < e && category(cps[i + 1].cp) != Cat::space) ? i + 1 : i;
     const Cat cat = category(cps[s0].cp);
@@ -185,8 +192,6 @@ void gpt2_split(const std::string& s, const std::vector<Cp>& cps, size_t b, size
   }
 }
 
-uint32_t ascii_lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
-
 // Llama 3's pattern (llama.cpp's "llama-bpe"):
 //   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 void llama3_split(const std::string& s, const std::vector<Cp>& cps, size_t b, size_t e, std::vector<std::string>& out) {
@@ -196,16 +201,10 @@ void llama3_split(const std::string& s, const std::vector<Cp>& cps, size_t b, si
   size_t i = b;
   while (i < e) {
     const uint32_t c = cps[i].cp;
-    if (c == '\'' && i + 1 < e) {
-      const uint32_t a = ascii_lower(cps[i + 1].cp), n2 = i + 2 < e ? ascii_lower(cps[i + 2].cp) : 0;
-      size_t len = 0;
-      if (a == 's' || a == 't' || a == 'm' || a == 'd') len = 2;
-      else if ((a == 'r' && n2 == 'e') || (a == 'v' && n2 == 'e') || (a == 'l' && n2 == 'l')) len = 3;
-      if (len) {
-        piece(i, i + len);
-        i += len;
-        continue;
-      }
+    if (const size_t len = contraction(cps, i, e, true)) {
+      piece(i, i + len);
+      i += len;
+      continue;
     }
     const Cat ci = cat(i);
     // A letter run, optionally led by one character that is not a newline, letter or digit.
