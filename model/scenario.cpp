@@ -83,35 +83,6 @@ DType parse_dtype_field(YamlMap& m, const std::string& key, DType fallback) {
 }
 
 // Applies "POLICY.PARAM=VALUE" to the chosen policies.
-void apply_set(const std::string& s, std::vector<PolicyChoice>& policies) {
-  const auto dot = s.find('.');
-  const auto eq = s.find('=');
-  if (dot == std::string::npos || eq == std::string::npos || eq < dot) {
-    throw_input_error(kCommandLine, 0, "--set", "'" + s + "' is not of the form POLICY.PARAM=VALUE");
-  }
-  const std::string pname = s.substr(0, dot), param = s.substr(dot + 1, eq - dot - 1), value = s.substr(eq + 1);
-  bool found = false;
-  for (auto& c : policies) {
-    if (c.policy->name() != pname) continue;
-    found = true;
-    const int i = c.policy->param_index(param);
-    if (i < 0) {
-      std::vector<std::string> names;
-      for (const auto& ps : c.policy->params()) names.push_back(ps.name);
-      throw_input_error(kCommandLine, 0, "--set",
-                        "policy '" + pname + "' has no parameter '" + param + "'" + suggestion(param, names) +
-                            "; its parameters: " + join(names));
-    }
-    const ParamSpec& spec = c.policy->params()[size_t(i)];
-    YamlMap vm = cli_map(param, value);
-    c.params[size_t(i)] = read_param(vm, spec);
-  }
-  if (!found) {
-    throw_input_error(kCommandLine, 0, "--set",
-                      "policy '" + pname + "' is not among this run's policies (add it with --policy " + pname + ")");
-  }
-}
-
 PolicyChoice parse_policy(const YAML::Node& n, const std::string& file, const std::string& field) {
   std::string name;
   const int line = line_of(n);
@@ -249,5 +220,35 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Ove
   top.finish();
   return s;
 }
+
+void apply_set(const std::string& s, std::vector<PolicyChoice>& policies) {
+  const auto dot = s.find('.');
+  const auto eq = s.find('=');
+  if (dot == std::string::npos || eq == std::string::npos || eq < dot) {
+    throw_input_error(kCommandLine, 0, "--set", "'" + s + "' is not of the form POLICY.PARAM=VALUE");
+  }
+  const std::string pname = s.substr(0, dot), param = s.substr(dot + 1, eq - dot - 1), value = s.substr(eq + 1);
+  bool found = false;
+  for (auto& c : policies) {
+    if (c.policy->name() != pname) continue;
+    found = true;
+    const int i = c.policy->param_index(param);
+    if (i < 0) {
+      std::vector<std::string> names;
+      for (const auto& ps : c.policy->params()) names.push_back(ps.name);
+      throw_input_error(kCommandLine, 0, "--set",
+                        "policy '" + pname + "' has no parameter '" + param + "'" + suggestion(param, names) +
+                            "; its parameters: " + join(names));
+    }
+    const ParamSpec& spec = c.policy->params()[size_t(i)];
+    YamlMap vm = cli_map(param, value);
+    c.params[size_t(i)] = read_param(vm, spec);
+  }
+  if (!found) {
+    throw_input_error(kCommandLine, 0, "--set",
+                      "policy '" + pname + "' is not among this run's policies (add it with --policy " + pname + ")");
+  }
+}
+
 
 }  // namespace kvsim

@@ -51,6 +51,9 @@ struct Overrides {
 };
 
 Scenario load_scenario_file(const std::string& path, const Overrides& o = {});
+// Applies one "POLICY.PARAM=VALUE" (a --set) to the matching entries of `policies`; throws InputError
+// naming --set, the value and what is allowed.
+void apply_set(const std::string& set, std::vector<PolicyChoice>& policies);
 Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Overrides& o = {});
 
 }  // namespace kvsim

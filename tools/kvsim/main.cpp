@@ -1,4 +1,4 @@
-// kvsim command line. Subcommands: plan, trace, replay, hardware, host, model, policy, bench.
+// kvsim command line. Subcommands: plan, trace, replay, study, hardware, host, model, policy, bench.
 // Input errors print one line naming file, line, field, value and what is allowed, and exit 2.
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -19,6 +19,7 @@
 #include "sim/timeline.hpp"
 #include "tools/kvsim/host_probe.hpp"
 #include "tools/kvsim/replay_cmd.hpp"
+#include "tools/kvsim/study_cmd.hpp"
 #include "tools/kvsim/trace_cmd.hpp"
 
 #ifndef KVSIM_VERSION
@@ -219,6 +220,7 @@ int main(int argc, char** argv) {
 
   TraceCommands* trace_cmds = add_trace_commands(app);
   ReplayCommand* replay_cmd = add_replay_command(app);
+  StudyCommand* study_cmd = add_study_command(app);
 
   std::string name, fmt = "table";
   auto add_library_cmd = [&](const char* cmd, const char* what) {
@@ -255,6 +257,7 @@ int main(int argc, char** argv) {
     if (cmd_plan->parsed()) return run_plan(plan);
     if (const int rc = run_trace_command(*trace_cmds, argc, argv); rc >= 0) return rc;
     if (const int rc = run_replay_command(*replay_cmd); rc >= 0) return rc;
+    if (const int rc = run_study_command(*study_cmd); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (cmd_probe->parsed()) {
       std::printf("%s", probe_host_yaml(probe_name, probe_seconds).c_str());

@@ -16,6 +16,11 @@
 #include "sim/resources.hpp"
 #include "sim/timeline.hpp"
 #include "tools/kvsim/progress.hpp"
+#include "traces/llm/gguf.hpp"
+#include "traces/llm/model_path.hpp"
+#include "traces/llm/text_span.hpp"
+#include "traces/llm/tokenizer.hpp"
+#include "traces/replay/budget.hpp"
 #include "traces/replay/model_loop.hpp"
 #include "traces/replay/replay.hpp"
 #include "traces/trace_file.hpp"
@@ -24,7 +29,7 @@ namespace kvsim {
 
 struct ReplayCommand {
   CLI::App* cmd = nullptr;
-  std::string trace, scenario, format = "table", out, timeline, model_in_the_loop;
+  std::string trace, scenario, format = "table", out, timeline, model_in_the_loop, needle, answer;
   std::vector<std::string> policies, sets;
   bool budget_sweep = false;
   int64_t max_steps = 0;
@@ -43,7 +48,8 @@ json quality_json(const Quality& q) {
   return {{"attention_recall", summary_json(q.recall)},
           {"output_error", q.error ? summary_json(*q.error) : json(nullptr)},
           {"topk_recall", summary_json(q.topk_recall)},
-          {"tokens_attended", summary_json(q.tokens)}};
+          {"tokens_attended", summary_json(q.tokens)},
+          {"needle_recall", q.focus ? summary_json(*q.focus) : json(nullptr)}};
 }
 
 json params_json(const Policy& p, const ParamValues& v) {
@@ -103,14 +109,6 @@ std::string fmt(const char* f, double x) {
 
 std::string tpot_text(const PlanResult& r) { return r.feasible ? fmt("%.3f", r.tpot_s * 1e3) : "infeasible"; }
 
-// Sweep budgets: powers of two from 64 up to the prompt (and the prompt itself).
-std::vector<int64_t> sweep_budgets(int64_t P) {
-  std::vector<int64_t> b;
-  for (int64_t x = 64; x < P; x *= 2) b.push_back(x);
-  b.push_back(P);
-  return b;
-}
-
 json timeline_json(const Deployment& d, const std::vector<Row>& rows) {
   json events = json::array();
   const auto cap = sim::capacities(d.machine);
@@ -143,8 +141,8 @@ ReplayCommand* add_replay_command(CLI::App& app) {
   c.cmd->add_option("--policy", c.policies, "policy (repeatable; default: every policy with a trace selector)");
   c.cmd->add_option("--set", c.sets, "POLICY.PARAM=VALUE (repeatable)");
   c.cmd->add_flag("--budget-sweep", c.budget_sweep,
-                  "replay each budgeted policy at budgets 64, 128, ... up to the prompt (snapkv/quest budget_tokens, "
-                  "streaming sinks + window)");
+                  "replay every policy but full at budgets 64, 128, ... up to the prompt: about that many tokens "
+                  "attended per step, each policy sized by its own knobs (docs/replay.md, Budgets)");
   c.cmd->add_option("--format", c.format, "output format")->check(CLI::IsMember({"table", "json", "csv"}));
   c.cmd->add_option("-o,--out", c.out, "write to FILE (atomically) instead of standard output");
   c.cmd->add_option("--timeline", c.timeline,
@@ -160,6 +158,12 @@ ReplayCommand* add_replay_command(CLI::App& app) {
   c.cmd->add_option("--model-in-the-loop", c.model_in_the_loop,
                     "GGUF model that recorded the trace: teacher-force its tokens with each policy's attention; "
                     "report next-token agreement and NLL change versus full attention");
+  c.cmd->add_option("--needle", c.needle,
+                    "text of a needle in the trace's prompt: report each policy's needle recall, the share of the "
+                    "needle's tokens it attends");
+  c.cmd->add_option("--answer", c.answer,
+                    "text the trace's generation contains (the needle's answer); with --model-in-the-loop, report "
+                    "whether greedy decoding with the policy still produces it");
   return &c;
 }
 
@@ -207,25 +211,53 @@ int run_replay_command(ReplayCommand& c) {
   const int64_t P = trace->meta().prompt_tokens;
   for (const PolicyChoice& pc : s.policies) {
     const std::string name(pc.policy->name());
-    const int ib = pc.policy->param_index("budget_tokens"), iw = pc.policy->param_index("window"),
-              is = pc.policy->param_index("sinks");
-    if (c.budget_sweep && (ib >= 0 || (name == "streaming" && iw >= 0 && is >= 0))) {
+    if (c.budget_sweep && has_budget(*pc.policy)) {
       for (int64_t b : sweep_budgets(P)) {
-        ParamValues v = pc.params;
-        if (ib >= 0) v[size_t(ib)] = double(b);
-        else {
-          if (double(b) <= v[size_t(is)]) continue;
-          v[size_t(iw)] = double(b) - v[size_t(is)];
-        }
-        runs.push_back({name, v, name + "@" + std::to_string(b)});
+        ParamValues v = pc.params.empty() ? pc.policy->defaults() : pc.params;
+        if (set_budget(*pc.policy, v, P, b)) runs.push_back({name, v, name + "@" + std::to_string(b)});
       }
     } else {
       runs.push_back({name, pc.params, name});
     }
   }
 
+  // --needle / --answer: token spans found with the model's tokenizer.
+  std::vector<int32_t> needle_tokens;
+  int64_t answer_end_step = -1;  // the step (0 = first generated token fed) after which the answer is complete
+  if (!c.needle.empty() || !c.answer.empty()) {
+    const std::string gguf = c.model_in_the_loop.empty() ? llm::default_model_path() : c.model_in_the_loop;
+    if (!std::filesystem::exists(gguf))
+      throw_input_error("command line", 0, c.needle.empty() ? "--answer" : "--needle",
+                        "needs the trace's model for its tokenizer: '" + gguf +
+                            "' does not exist (give --model-in-the-loop FILE.gguf, or run tools/fetch-model.sh)");
+    const llm::Tokenizer tok{llm::GgufFile(gguf)};
+    const auto& ids = trace->tokens().token_ids;
+    if (!c.needle.empty()) {
+      const auto span = llm::find_text_tokens(tok, ids, c.needle, 0, P);
+      if (!span)
+        throw_input_error(c.trace, 0, "--needle", "text '" + c.needle + "' does not occur in the trace's prompt");
+      for (int64_t t = span->first; t < span->second; ++t) needle_tokens.push_back(int32_t(t));
+    }
+    if (!c.answer.empty()) {
+      if (c.model_in_the_loop.empty())
+        throw_input_error("command line", 0, "--answer", "needs --model-in-the-loop FILE.gguf (the model decodes)");
+      const auto span = llm::find_text_tokens(tok, ids, c.answer, P, int64_t(ids.size()));
+      if (!span)
+        throw_input_error(c.trace, 0, "--answer",
+                          "text '" + c.answer + "' does not occur in the trace's generated tokens");
+      // Token t (>= P + 1) is predicted by the step that feeds token t - 1, step index t - 1 - P; token P
+      // comes from the prefill, which every policy shares.
+      answer_end_step = std::max<int64_t>(0, span->second - 1 - 1 - P);
+      if (c.max_steps > 0 && c.max_steps <= answer_end_step)
+        throw_input_error("command line", 0, "--max-steps",
+                          std::to_string(c.max_steps) + " steps end before the answer, which needs " +
+                              std::to_string(answer_end_step + 1));
+    }
+  }
+
   const TraceData data = load_trace_data(*trace, c.memory_limit_gib * kGiB, c.trace);
   ReplayOptions ro;
+  ro.focus_tokens = needle_tokens;
   ro.topk = c.topk;
   ro.max_steps = c.max_steps;
   ro.threads = c.threads;
@@ -274,6 +306,10 @@ int run_replay_command(ReplayCommand& c) {
     r.measured = evaluate(m);
     rows.push_back(std::move(r));
   }
+  // Greedy decoding with the policy reproduces the answer iff every step up to its last token agrees.
+  auto retrieved = [&](const ModelLoopResult& l) {
+    return l.first_disagreement < 0 || l.first_disagreement > answer_end_step;
+  };
   const TraceMeta& tm = trace->meta();
   const std::string context_note = "simulated at the scenario's context " + std::to_string(ctx) +
                                    " tokens (the trace's prompt has " + std::to_string(P) +
@@ -304,6 +340,9 @@ int run_replay_command(ReplayCommand& c) {
                      {"note", context_note}};
     j["options"] = {{"topk", c.topk}, {"max_steps", c.max_steps}, {"block_rows", c.block_rows}, {"threads", res.threads},
                     {"budget_sweep", c.budget_sweep}};
+    if (!c.needle.empty())
+      j["needle"] = {{"text", c.needle}, {"tokens", {needle_tokens.front(), needle_tokens.back() + 1}}};
+    if (!c.answer.empty()) j["answer"] = {{"text", c.answer}, {"last_step", answer_end_step}};
     j["performance"] = {{"wall_s", res.wall_seconds},
                         {"threads", res.threads},
                         {"ground_truth_flops", res.gt_flops},
@@ -343,7 +382,9 @@ int run_replay_command(ReplayCommand& c) {
       if (r.loop)
         pj["model_in_the_loop"] = {{"model", c.model_in_the_loop},    {"steps", r.loop->steps},
                                    {"next_token_agreement", r.loop->agreement}, {"nll_full", r.loop->nll_full},
-                                   {"nll_policy", r.loop->nll_policy}, {"nll_change", r.loop->nll_change}};
+                                   {"nll_policy", r.loop->nll_policy}, {"nll_change", r.loop->nll_change},
+                                   {"first_disagreement_step", r.loop->first_disagreement},
+                                   {"answer_retrieved", answer_end_step < 0 ? json(nullptr) : json(retrieved(*r.loop))}};
       else
         pj["model_in_the_loop"] = nullptr;
       json an = plan_json_of(r.analytical), me = plan_json_of(r.measured);
@@ -356,7 +397,8 @@ int run_replay_command(ReplayCommand& c) {
     text = j.dump(2) + "\n";
   } else if (c.format == "csv") {
     text = "label,policy,recall_mean,recall_p10,error_mean,error_p90,topk_recall,tokens_mean,tpot_analytical_s,"
-           "tpot_measured_s,throughput_measured_tok_s,kv_hbm_bytes,carried,next_token_agreement,nll_change\n";
+           "tpot_measured_s,throughput_measured_tok_s,kv_hbm_bytes,carried,next_token_agreement,nll_change,needle_recall,"
+           "answer_retrieved\n";
     for (const Row& r : rows) {
       const Quality& q = r.rep->overall;
       std::string carried;
@@ -369,7 +411,9 @@ int run_replay_command(ReplayCommand& c) {
               (r.measured.feasible ? num(r.measured.tpot_s) : "") + "," +
               (r.measured.feasible ? num(r.measured.throughput_tok_s) : "") + "," +
               (r.measured.feasible ? num(r.measured.memory.kv_hbm_bytes) : "") + "," + carried + "," +
-              (r.loop ? num(r.loop->agreement) : "") + "," + (r.loop ? num(r.loop->nll_change) : "") + "\n";
+              (r.loop ? num(r.loop->agreement) : "") + "," + (r.loop ? num(r.loop->nll_change) : "") + "," +
+              (q.focus ? num(q.focus->mean) : "") + "," +
+              (r.loop && answer_end_step >= 0 ? (retrieved(*r.loop) ? "1" : "0") : "") + "\n";
     }
   } else {
     char buf[512];
@@ -381,9 +425,9 @@ int run_replay_command(ReplayCommand& c) {
                   context_note.c_str());
     text += buf;
     std::snprintf(buf, sizeof buf,
-                  "%-16s %7s %7s %8s %8s %6s %8s | %10s %10s %7s %10s %9s  %s\n", "policy", "recall", "rec.p10",
-                  "err", "err.p90", "top-k", "tokens", "TPOT an.ms", "TPOT me.ms", "change", "tok/s", "KV GiB",
-                  "carried (measured -> applied)");
+                  "%-16s %7s %7s %8s %8s %6s %8s%s | %10s %10s %7s %10s %9s  %s\n", "policy", "recall", "rec.p10",
+                  "err", "err.p90", "top-k", "tokens", needle_tokens.empty() ? "" : "  needle", "TPOT an.ms",
+                  "TPOT me.ms", "change", "tok/s", "KV GiB", "carried (measured -> applied)");
     text += buf;
     for (const Row& r : rows) {
       const Quality& q = r.rep->overall;
@@ -393,10 +437,11 @@ int run_replay_command(ReplayCommand& c) {
                    fmt("%.4g", cs.applied) + (cs.rule == CarryRule::as_is ? "" : " (x context)");
       if (carried.empty()) carried = "-";
       const bool both = r.analytical.feasible && r.measured.feasible;
-      std::snprintf(buf, sizeof buf, "%-16s %7.4f %7.4f %8s %8s %6.3f %8.1f | %10s %10s %7s %10s %9s  %s\n",
+      std::snprintf(buf, sizeof buf, "%-16s %7.4f %7.4f %8s %8s %6.3f %8.1f%s | %10s %10s %7s %10s %9s  %s\n",
                     r.rep->run.label.c_str(), q.recall.mean, q.recall.p10,
                     q.error ? fmt("%.4f", q.error->mean).c_str() : "n/a",
                     q.error ? fmt("%.4f", q.error->p90).c_str() : "n/a", q.topk_recall.mean, q.tokens.mean,
+                    q.focus ? fmt("%8.3f", q.focus->mean).c_str() : "",
                     tpot_text(r.analytical).c_str(), tpot_text(r.measured).c_str(),
                     both ? fmt("%+.1f%%", 100 * (r.measured.tpot_s / r.analytical.tpot_s - 1)).c_str() : "-",
                     r.measured.feasible ? fmt("%.0f", r.measured.throughput_tok_s).c_str() : "-",
@@ -406,15 +451,20 @@ int run_replay_command(ReplayCommand& c) {
     }
     if (!loop.empty()) {
       text += "model in the loop: " + c.model_in_the_loop + " (teacher-forced trace tokens; versus full attention)\n";
-      std::snprintf(buf, sizeof buf, "%-16s %6s %10s %10s %10s %10s\n", "policy", "steps", "agreement", "NLL full",
-                    "NLL policy", "NLL change");
+      std::snprintf(buf, sizeof buf, "%-16s %6s %10s %10s %10s %10s %10s%s\n", "policy", "steps", "agreement", "NLL full",
+                    "NLL policy", "NLL change", "1st diff", answer_end_step >= 0 ? "  answer" : "");
       text += buf;
       for (const Row& r : rows) {
-        std::snprintf(buf, sizeof buf, "%-16s %6lld %10.4f %10.4f %10.4f %+10.4f\n", r.rep->run.label.c_str(),
+        std::snprintf(buf, sizeof buf, "%-16s %6lld %10.4f %10.4f %10.4f %+10.4f %10s%s\n", r.rep->run.label.c_str(),
                       (long long)r.loop->steps, r.loop->agreement, r.loop->nll_full, r.loop->nll_policy,
-                      r.loop->nll_change);
+                      r.loop->nll_change,
+                      r.loop->first_disagreement < 0 ? "-" : std::to_string(r.loop->first_disagreement).c_str(),
+                      answer_end_step < 0 ? "" : retrieved(*r.loop) ? "  retrieved" : "  lost");
         text += buf;
       }
+      if (answer_end_step >= 0)
+        text += "answer '" + c.answer + "' is complete after step " + std::to_string(answer_end_step) +
+                ": retrieved = greedy decoding with the policy agrees with full attention at every step up to it\n";
     }
     std::snprintf(buf, sizeof buf,
                   "replay:   %.2f s wall, %d threads; ground truth %.2f GFLOP at %.1f GFLOP/s per core = %.0f%% of "

@@ -116,7 +116,9 @@ std::vector<ModelLoopResult> run_model_in_the_loop(const llm::LlamaModel& model,
     for (size_t i = 0; i < runs.size(); ++i) {
       const Eigen::VectorXf lp = sessions[i].decode_step(ids[size_t(p)]);
       const double np = nll(lp, next);
-      res[i].agreement += argmax(lp) == af;
+      const bool agree = argmax(lp) == af;
+      res[i].agreement += agree;
+      if (!agree && res[i].first_disagreement < 0) res[i].first_disagreement = p - t.P;
       res[i].nll_full += nf;
       res[i].nll_policy += np;
       res[i].nll_change += np - nf;

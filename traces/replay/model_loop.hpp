@@ -29,6 +29,10 @@ struct ModelLoopResult {
   double nll_full = 0;     // mean NLL of the trace's next token under full attention
   double nll_policy = 0;   // the same under the policy
   double nll_change = 0;   // nll_policy - nll_full (mean of per-step differences)
+  // Step index (0 = the first generated token fed) of the first step whose argmax differs from full
+  // attention's; -1 when every step agrees. Greedy decoding with the policy reproduces full attention's
+  // text exactly up to that step: what needle retrieval checks (kvsim replay --answer).
+  int64_t first_disagreement = -1;
 };
 
 // Checks that the model matches the trace (layers, heads, KV heads, head_dim, vocabulary); throws

@@ -164,7 +164,7 @@ Summary summarize(std::vector<float> v) {
 struct MetricStore {
   int64_t rows = 0;
   int layers = 0, q_heads = 0;
-  std::vector<float> recall, error, topk, tokens;
+  std::vector<float> recall, error, topk, tokens, focus;
   size_t at(int64_t r, int l, int q) const { return (size_t(r) * layers + l) * q_heads + q; }
   void init(int64_t r, int L, int Q) {
     rows = r;
@@ -175,11 +175,12 @@ struct MetricStore {
     error.assign(n, NAN);
     topk.assign(n, NAN);
     tokens.assign(n, NAN);
+    focus.assign(n, NAN);
   }
 };
 
-Quality quality_of(const MetricStore& m, bool values, int64_t r0, int64_t r1, int layer /* -1 = all */) {
-  std::vector<float> rec, err, tk, tok;
+Quality quality_of(const MetricStore& m, bool values, bool focus, int64_t r0, int64_t r1, int layer /* -1 = all */) {
+  std::vector<float> rec, err, tk, tok, foc;
   for (int64_t r = r0; r < r1; ++r)
     for (int l = 0; l < m.layers; ++l) {
       if (layer >= 0 && l != layer) continue;
@@ -190,6 +191,7 @@ Quality quality_of(const MetricStore& m, bool values, int64_t r0, int64_t r1, in
         tk.push_back(m.topk[i]);
         tok.push_back(m.tokens[i]);
         if (values) err.push_back(m.error[i]);
+        if (focus && !std::isnan(m.focus[i])) foc.push_back(m.focus[i]);
       }
     }
   Quality q;
@@ -197,6 +199,7 @@ Quality quality_of(const MetricStore& m, bool values, int64_t r0, int64_t r1, in
   q.topk_recall = summarize(std::move(tk));
   q.tokens = summarize(std::move(tok));
   if (values) q.error = summarize(std::move(err));
+  if (focus) q.focus = summarize(std::move(foc));
   return q;
 }
 
@@ -320,6 +323,7 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
                 m.topk[at] = 1;
                 m.tokens[at] = float(n);
                 m.error[at] = 0;
+                m.focus[at] = 1;
               }
               continue;
             }
@@ -332,6 +336,14 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
             for (int32_t x : hs.extra_tokens)
               if (x >= 0 && x < n) w.mark[size_t(x)] = 1;
             const int64_t m_extra = int64_t(hs.extra_bias.size());
+            // Focus recall: the share of the focus tokens already in the cache (< n) that are attended.
+            float focus_recall = NAN;
+            {
+              int64_t in = 0, kept = 0;
+              for (int32_t x : o.focus_tokens)
+                if (x < n) { ++in; kept += w.mark[size_t(x)] != 0; }
+              if (in > 0) focus_recall = float(double(kept) / double(in));
+            }
             if (values) {
               for (int j = 0; j < g; ++j) std::copy_n(t.q(l, grp[size_t(j)], s), t.d, w.Qg.data() + size_t(j) * t.d);
               ref::gqa_gather_attention(w.Qg.data(), g, t.k(l, h), t.v(l, h), n, t.d, hs.tokens.data(),
@@ -367,6 +379,7 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
               m.recall[at] = float(std::min(1.0, rec));
               m.topk[at] = top.empty() ? 1.0f : float(hit) / float(top.size());
               m.tokens[at] = float(int64_t(hs.tokens.size()) + m_extra);
+              m.focus[at] = focus_recall;
               if (values) {
                 const float* of = w.gt.o(j, r);
                 const float* os = w.o_sel.data() + size_t(j) * t.d;
@@ -421,12 +434,13 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
   for (int i = 0; i < npol; ++i) {
     PolicyReplay& pr = res.policies[size_t(i)];
     const MetricStore& m = metrics[size_t(i)];
-    pr.overall = quality_of(m, values, 0, R, -1);
-    for (int l = 0; l < t.layers; ++l) pr.per_layer.push_back(quality_of(m, values, 0, R, l));
+    const bool focus = !o.focus_tokens.empty();
+    pr.overall = quality_of(m, values, focus, 0, R, -1);
+    for (int l = 0; l < t.layers; ++l) pr.per_layer.push_back(quality_of(m, values, focus, 0, R, l));
     for (int k = 0; k < nr && R > 0; ++k) {
       const int64_t a = R * k / nr, b = R * (k + 1) / nr;
       pr.ranges.emplace_back(a, b);
-      pr.per_range.push_back(quality_of(m, values, a, b, -1));
+      pr.per_range.push_back(quality_of(m, values, focus, a, b, -1));
     }
     pr.statistics = sel[size_t(i)]->statistics();
     pr.context_mean = R > 0 ? ctx / double(R) : 0;

@@ -15,6 +15,7 @@
 //   output error  ||o_sel − o_full|| / ||o_full||                      (unavailable without values)
 //   top-k recall  |top-k(p) ∩ (tokens ∪ extra_tokens)| / k, k = min(topk, p + 1)
 //   tokens        |tokens| + number of extra entries                   (p + 1 for `all`)
+//   focus recall  |focus ∩ (tokens ∪ extra_tokens)| / |focus ∩ [0, p]| (only with focus tokens: a needle)
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,9 @@ struct ReplayOptions {
   int step_ranges = 4;       // how many equal step ranges the per-range aggregates split the rows into
   bool measure_peak = true;  // time measure_sgemm_peak() at the start
   std::function<void(double)> progress;  // fraction done
+  // Focus tokens (e.g. a needle's span), sorted: when given, each selection's focus recall — the share
+  // of the focus tokens already in the cache that it attends — is measured too.
+  std::vector<int32_t> focus_tokens;
 };
 
 // What one policy variant runs with.
@@ -76,6 +80,7 @@ struct Summary {
 struct Quality {
   Summary recall, topk_recall, tokens;
   std::optional<Summary> error;  // absent when the trace has no values
+  std::optional<Summary> focus;  // focus recall; absent without ReplayOptions::focus_tokens
 };
 
 struct PolicyReplay {
