@@ -12,12 +12,22 @@ namespace kvsim::ref {
 int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n, int d, float scale, int rho,
                 int32_t* ivf) {
   const int rp = int(std::clamp<int64_t>(rho, 0, n));
-  std::vector<float> S(size_t(G) * n), A(static_cast<size_t>(n));
-  for (int c = 0; c < C; ++c) {
-    for (int g = 0; g < G; ++g) score_gemv(centroids + (int64_t(g) * C + c) * d, K, n, d, S.data() + int64_t(g) * n, ScoreKind::dot, scale);
-    softmax_rows(S.data(), G, n);
-    reduce_max_rows(S.data(), G, n, A.data());
-    topk_indices(A.data(), n, rp, ivf + int64_t(c) * rp);
+  // Centroids in blocks: one score GEMM per (group member, block), then per centroid the softmax over
+  // keys, the max over the group and the top rho.
+  const int block = int(std::clamp<int64_t>((int64_t(1) << 22) / std::max<int64_t>(1, int64_t(G) * n), 1, 256));
+  std::vector<float> S(size_t(G) * block * n), row(size_t(G) * n), A(static_cast<size_t>(n));
+  for (int c0 = 0; c0 < C; c0 += block) {
+    const int cb = std::min(block, C - c0);
+    for (int g = 0; g < G; ++g)
+      score_gemm(centroids + (int64_t(g) * C + c0) * d, cb, K, n, d, S.data() + int64_t(g) * block * n, ScoreKind::dot,
+                 scale);
+    for (int c = 0; c < cb; ++c) {
+      for (int g = 0; g < G; ++g)
+        std::copy_n(S.data() + (int64_t(g) * block + c) * n, n, row.data() + int64_t(g) * n);
+      softmax_rows(row.data(), G, n);
+      reduce_max_rows(row.data(), G, n, A.data());
+      topk_indices(A.data(), n, rp, ivf + int64_t(c0 + c) * rp);
+    }
   }
   return rp;
 }

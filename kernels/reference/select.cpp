@@ -1,6 +1,7 @@
 #include "kernels/reference/select.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -11,14 +12,33 @@
 
 namespace kvsim::ref {
 
+namespace {
+// hd::ranks_before as one unsigned integer per element, so the selection compares plain words instead
+// of chasing indices into the scores (the top-k of qcIVF's build over every prompt key was two thirds
+// of a CTKVR replay): high word = the score mapped to an order-reversed unsigned key (higher score ->
+// smaller; -0 = +0; NaN last), low word = the index (ties by lower index).
+uint64_t rank_word(float f, int32_t i) {
+  uint32_t key = 0;  // NaN: ranks last
+  if (f == f) {
+    if (f == 0.f) f = 0.f;  // -0 ties with +0, as ranks_before has it
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    key = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending in f
+  }
+  return (uint64_t(~key) << 32) | uint32_t(i);
+}
+}  // namespace
+
 int64_t topk_indices(const float* scores, int64_t n, int64_t k, int32_t* out) {
   k = std::clamp<int64_t>(k, 0, n);
   if (k == 0) return 0;
-  std::vector<int32_t> idx(static_cast<size_t>(n));
-  std::iota(idx.begin(), idx.end(), 0);
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                    [&](int32_t a, int32_t b) { return hd::ranks_before(scores[a], a, scores[b], b); });
-  std::copy(idx.begin(), idx.begin() + k, out);
+  std::vector<uint64_t> w(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) w[size_t(i)] = rank_word(scores[i], int32_t(i));
+  // A strict total order, so selecting the k-th then sorting the first k gives exactly partial_sort's
+  // output, in O(n + k log k).
+  if (k < n) std::nth_element(w.begin(), w.begin() + (k - 1), w.end());
+  std::sort(w.begin(), w.begin() + k);
+  for (int64_t i = 0; i < k; ++i) out[i] = int32_t(uint32_t(w[size_t(i)]));
   return k;
 }
 

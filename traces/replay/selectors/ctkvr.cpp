@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "kernels/reference/reference.hpp"
+#include "traces/replay/parallel.hpp"
 
 namespace kvsim::replay {
 
@@ -58,9 +59,10 @@ void CtkvrSelector::prefill(const TraceData& tr) {
   heads_.assign(size_t(layers_) * kv_heads_, {});
   last_.assign(size_t(layers_) * kv_heads_, {});
   const size_t first = prompt_rows.size() - size_t(C_);
-  for (int l = 0; l < layers_; ++l)
-    for (int h = 0; h < kv_heads_; ++h) {
-      HeadState& hs = heads_[size_t(l) * kv_heads_ + h];
+  // Every (layer, KV head) builds its own qcIVF: in parallel.
+  parallel_for(layers_ * kv_heads_, [&](int pair) {
+      const int l = pair / kv_heads_, h = pair % kv_heads_;
+      HeadState& hs = heads_[size_t(pair)];
       const auto& grp = tr.group_of[size_t(h)];
       const int G = int(grp.size());
       hs.centroids.assign(size_t(G) * C_ * d_, 0.f);
@@ -76,7 +78,7 @@ void CtkvrSelector::prefill(const TraceData& tr) {
       hs.oldest = 0;  // slot 0 holds the earliest of the last C queries
       // Algorithm 1 lines 2-4 over the whole prompt key cache (not causally masked, as written).
       if (C_ > 0) ref::qcivf_build(hs.centroids.data(), G, C_, tr.k(l, h), P_, d_, scale, rho_, hs.ivf.data());
-    }
+  });
   prev_s_ = -1;
 }
 
