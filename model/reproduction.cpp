@@ -209,10 +209,10 @@ std::vector<ReproRow> reproduce(const Reproduction& r) {
         si = phase_seconds(f.stage == "prefill" ? p.prefill : p.decode, f.phases, true);
       }
     }
+    if (!row.predicted_oom) row.predicted = si / unit;
     if (f.oom || row.predicted_oom) {
       row.matches_exactly = f.oom && row.predicted_oom;
     } else {
-      row.predicted = si / unit;
       row.relative_error = (row.predicted - f.value) / f.value;
       const double half_digit = 0.5 * std::pow(10.0, -f.decimals);
       row.matches_exactly = std::fabs(row.predicted - f.value) <= half_digit * (1 + 1e-9);

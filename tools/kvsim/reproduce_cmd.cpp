@@ -142,6 +142,7 @@ json to_json(const std::vector<Loaded>& all) {
                       {"output_tokens", f.output},
                       {"batch", f.batch},
                       {"published", f.oom ? json("OOM") : json(f.value)},
+                      {"published_decimals", f.decimals},
                       {"predicted", row.predicted_oom ? json("OOM") : json(row.predicted)},
                       {"relative_error", (f.oom || row.predicted_oom) ? json(nullptr) : json(row.relative_error)},
                       {"exact", f.exact},
