@@ -98,30 +98,25 @@ TEST(Reproduce, ExactMeansWithinTheLastPrintedDigit) {
 }
 
 TEST(Reproduce, BadBlocksNameTheField) {
-  EXPECT_NE(error_of(scenario_with("    - {source: T, policy: full, metric: tpot, unit: hours, contexts: [1], values: [1]}\n"))
-                .find("reproduce.series[0].unit"),
-            std::string::npos);
-  EXPECT_NE(error_of(scenario_with("    - {source: T, policy: full, metric: tpot, unit: ms, contexts: [1, 2], values: [1]}\n"))
-                .find("reproduce.series[0].values"),
-            std::string::npos);
-  EXPECT_NE(error_of(scenario_with("    - {source: T, policy: chess, metric: tpot, unit: ms, contexts: [1], values: [1]}\n"))
-                .find("reproduce.series[0].policy"),
-            std::string::npos);
-  EXPECT_NE(error_of(scenario_with("    - {source: T, policy: full, metric: tpot, unit: GiB, contexts: [1], values: [1]}\n"))
-                .find("reproduce.series[0].unit"),
-            std::string::npos);
-  EXPECT_NE(error_of(scenario_with("    - {source: T, policy: full, metric: tpot, unit: ms, contexts: [1], values: [fast]}\n"))
-                .find("reproduce.series[0].values"),
-            std::string::npos);
-  EXPECT_NE(error_of(scenario_with("    - {source: T, policy: full, metric: tpot, unit: ms, exact: true, contexts: [1], values: [1]}\n"))
-                .find("reproduce.series[0].exact"),
-            std::string::npos);
-  EXPECT_NE(error_of(scenario_with("    - {source: T, policy: full, metric: tpot, unit: ms, contexts: [1], values: [1], colour: red}\n"))
-                .find("reproduce.series[0].colour"),
-            std::string::npos);
-  const std::string e = error_of(scenario_with("    - {source: T, policy: full, metrc: tpot, unit: ms, contexts: [1], values: [1]}\n"));
-  EXPECT_NE(e.find("bad.yaml:"), std::string::npos) << e;
-  EXPECT_NE(e.find("metric"), std::string::npos) << e;
+  struct Case {
+    const char* series;  // one series entry, flow style
+    const char* field;   // the field the error must name
+  };
+  const Case cases[] = {
+      {"{source: T, policy: full, metric: tpot, unit: hours, contexts: [1], values: [1]}", "reproduce.series[0].unit"},
+      {"{source: T, policy: full, metric: tpot, unit: GiB, contexts: [1], values: [1]}", "reproduce.series[0].unit"},
+      {"{source: T, policy: full, metric: tpot, unit: ms, contexts: [1, 2], values: [1]}", "reproduce.series[0].values"},
+      {"{source: T, policy: full, metric: tpot, unit: ms, contexts: [1], values: [fast]}", "reproduce.series[0].values"},
+      {"{source: T, policy: chess, metric: tpot, unit: ms, contexts: [1], values: [1]}", "reproduce.series[0].policy"},
+      {"{source: T, policy: full, metric: tpot, unit: ms, exact: true, contexts: [1], values: [1]}", "reproduce.series[0].exact"},
+      {"{source: T, policy: full, metric: tpot, unit: ms, contexts: [1], values: [1], colour: red}", "reproduce.series[0].colour"},
+      {"{source: T, policy: full, metrc: tpot, unit: ms, contexts: [1], values: [1]}", "reproduce.series[0].metric"},
+  };
+  for (const Case& c : cases) {
+    const std::string e = error_of(scenario_with(std::string("    - ") + c.series + "\n"));
+    EXPECT_NE(e.find(c.field), std::string::npos) << c.series << " -> " << e;
+    EXPECT_EQ(e.rfind("bad.yaml:", 0), 0u) << e;
+  }
 }
 
 TEST(Reproduce, PlanAcceptsAndIgnoresTheReproduceBlock) {

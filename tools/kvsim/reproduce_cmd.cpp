@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/atomic_file.hpp"
+#include "model/report.hpp"
 #include "model/reproduction.hpp"
 
 namespace kvsim {
@@ -151,13 +152,6 @@ json to_json(const std::vector<Loaded>& all) {
                       {"note", f.note}});
     }
   return rows;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 std::string to_csv(const std::vector<Loaded>& all) {
