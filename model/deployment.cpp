@@ -4,7 +4,20 @@
 
 namespace kvsim {
 
-double Deployment::kv_bytes_per_token() const { return 2.0 * model->layers * hkv * model->head_dim * bkv; }
+double Deployment::kv_bytes_per_token() const { return 2.0 * model->layers * hkv_cached * model->head_dim * bkv; }
+
+double Deployment::decode_cache_bytes(double tokens, bool append) const {
+  const double row = 2.0 * hkv_cached * model->head_dim * bkv;  // one token's K and V in one layer
+  const double group = hq / hkv_cached;
+  double passes = 1;
+  if (attention_repeat_kv && group > 1) passes = 1 + 2 * group;  // read, write expanded, read expanded
+  if (append && kv_append_concat) passes += 2;                      // torch.cat: read old, write new
+  return passes * tokens * row;
+}
+
+double Deployment::prefill_chunk(double prompt) const {
+  return prefill_chunk_tokens > 0 ? std::min(prompt, double(prefill_chunk_tokens)) : prompt;
+}
 
 double Deployment::weight_bytes() const {
   // From the per-GPU shapes: q and o split by query heads, k and v by KV heads (replicated, one per
@@ -36,6 +49,7 @@ Deployment make_deployment(const ModelConfig& m, const GpuSpec& g, const HostSpe
   d.cuda_graphs = cuda_graphs;
   d.hq = double(m.query_heads) / tp;
   d.hkv = std::max(1.0, double(m.kv_heads) / tp);
+  d.hkv_cached = d.hkv;
   d.ffn = double(m.ffn_hidden) / tp;
   d.vocab = double(m.vocab) / tp;
   d.bw = bytes_of(weight_dtype);

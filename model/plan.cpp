@@ -18,10 +18,12 @@ std::string gib(double bytes) {
 }
 
 // Activations live during a prefill chunk in one layer (input, qkv, attention output, gate/up,
-// activation): the workspace a serving engine reserves regardless of batch.
-double workspace_fixed(const Deployment& d) {
+// activation): the workspace a serving engine reserves regardless of batch. With chunked prefill it
+// is sized for a whole chunk; an implementation that prefills the whole prompt in one pass (Hugging
+// Face) needs it for the whole prompt.
+double workspace_fixed(const Deployment& d, double prompt) {
   const ModelConfig& m = *d.model;
-  const double c = double(d.prefill_chunk_tokens);
+  const double c = d.prefill_chunk_tokens > 0 ? double(d.prefill_chunk_tokens) : prompt;
   return c * (m.hidden + (d.hq + 2 * d.hkv) * m.head_dim + d.hq * m.head_dim + 3 * d.ffn) * d.ba;
 }
 // fp32 logits of one sequence for sampling.
@@ -48,7 +50,7 @@ MemoryReport plan_memory(const DesignPoint& p, std::string* reason) {
   r.hbm_usable = d.gpu->hbm_capacity_bytes * d.hbm_utilization;
   // The tensor-parallel GPUs share one host; each holds its share of the offloaded KV there.
   r.dram_usable = d.host->dram_capacity_bytes / d.tp;
-  const double ws_fixed = workspace_fixed(d);
+  const double ws_fixed = workspace_fixed(d, double(p.context_tokens));
   const double hbm_free = r.hbm_usable - r.weight_bytes - ws_fixed - need.hbm_fixed;
   const double hbm_per_seq = need.hbm_per_seq + workspace_per_seq(d);
   const double dram_free = r.dram_usable - need.dram_fixed;

@@ -34,13 +34,14 @@ std::string params_text(const PlanResult& r) {
   return out;
 }
 
+}  // namespace
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
 }
-}  // namespace
 
 nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& results) {
   using nlohmann::json;

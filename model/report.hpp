@@ -15,5 +15,7 @@ inline constexpr const char* kPlanSchema = "kvsim.plan/1";
 nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& results);
 std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results);
 std::string plan_csv(const Scenario& s, const std::vector<PlanResult>& results);
+// One CSV field, quoted when it holds a comma, quote or newline (RFC 4180).
+std::string csv_field(const std::string& s);
 
 }  // namespace kvsim

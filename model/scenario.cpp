@@ -217,6 +217,8 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Ove
     }
   }
   for (const auto& set : o.sets) apply_set(set, s.policies);
+  if (top.has("implementation")) s.implementation = load_implementation(top.map("implementation"));
+  s.reproduce = top.node("reproduce");
   top.finish();
   return s;
 }
@@ -250,5 +252,12 @@ void apply_set(const std::string& s, std::vector<PolicyChoice>& policies) {
   }
 }
 
+Deployment make_deployment(const Scenario& s) {
+  const Workload& w = s.workload;
+  Deployment d = make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype,
+                                 w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
+  apply_implementation(d, s.implementation);
+  return d;
+}
 
 }  // namespace kvsim

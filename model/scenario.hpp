@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "model/calibration.hpp"
+#include "model/deployment.hpp"
 #include "model/hardware.hpp"
 #include "model/host.hpp"
+#include "model/implementation.hpp"
 #include "model/model_config.hpp"
 #include "model/policy.hpp"
 
@@ -40,7 +42,11 @@ struct Scenario {
   ModelConfig model;
   Calibration calibration;
   Workload workload;
+  Implementation implementation;  // how the measured code runs (`implementation:`; default: a serving engine)
   std::vector<PolicyChoice> policies;
+  // A `reproduce:` block (published figures, scenarios/papers/) is kept as read; `kvsim plan` ignores
+  // it and model/reproduction.* checks it.
+  YAML::Node reproduce;
 };
 
 // Values given on the command line; each replaces the scenario's field.
@@ -55,5 +61,9 @@ Scenario load_scenario_file(const std::string& path, const Overrides& o = {});
 // naming --set, the value and what is allowed.
 void apply_set(const std::string& set, std::vector<PolicyChoice>& policies);
 Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Overrides& o = {});
+
+// The deployment a scenario describes: its workload's settings and its implementation profile. The
+// result points into `s`, which must outlive it.
+Deployment make_deployment(const Scenario& s);
 
 }  // namespace kvsim

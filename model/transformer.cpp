@@ -64,7 +64,7 @@ void add_dense_attention(const Deployment& d, double B, double n, PhaseList& out
   a.work.flops = L * B * d.hq * n * (4 * hd + 5);
   // Each KV head's n keys and values are read once per sequence (GQA: shared by its query group);
   // the new token's K, V are written; q in, o out.
-  a.work.hbm_bytes = L * B * (d.hkv * n * 2 * hd * d.bkv + d.hkv * 2 * hd * d.bkv + 2 * d.hq * hd * d.ba);
+  a.work.hbm_bytes = L * B * (d.decode_cache_bytes(n, true) + d.hkv_cached * 2 * hd * d.bkv + 2 * d.hq * hd * d.ba);
   a.work.launches = 2 * L;  // RoPE + KV append, attention
   a.repeat = L;
   out.push_back(a);
@@ -73,7 +73,7 @@ void add_dense_attention(const Deployment& d, double B, double n, PhaseList& out
 void add_prefill_phases(const Deployment& d, double n, PhaseList& out) {
   const ModelConfig& m = *d.model;
   const double L = m.layers, h = m.hidden, hd = m.head_dim;
-  const double c = std::min<double>(n, double(d.prefill_chunk_tokens));
+  const double c = d.prefill_chunk(n);
   const double chunks = std::ceil(n / c);
   // Weight GEMMs: every chunk reads the weights once; compute is 2 x tokens x params.
   const double per_layer_weights = h * (d.hq + 2 * d.hkv) * hd + d.hq * hd * h + 3 * h * d.ffn;
@@ -88,7 +88,7 @@ void add_prefill_phases(const Deployment& d, double n, PhaseList& out) {
   const double scores = n * (n + 1) / 2;
   a.work.flops = L * d.hq * scores * (4 * hd + 5);
   // KV written once; chunk j (1-based) rereads the KV of the j chunks up to and including itself.
-  const double kv_row = d.hkv * 2 * hd * d.bkv;
+  const double kv_row = d.hkv_cached * 2 * hd * d.bkv;
   const double kv_reads = std::min(n, c) * chunks * (chunks + 1) / 2;
   a.work.hbm_bytes = L * (n * kv_row + std::min(kv_reads, scores) * kv_row + 2 * n * d.hq * hd * d.ba);
   a.work.launches = chunks * L * 2;

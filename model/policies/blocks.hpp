@@ -27,8 +27,8 @@ inline Shape shape(const Deployment& d) {
   s.L = d.model->layers;
   s.hd = d.model->head_dim;
   s.hq = d.hq;
-  s.hkv = d.hkv;
-  s.group = d.hq / d.hkv;
+  s.hkv = d.hkv_cached;  // the heads the cache stores (all query heads when GQA is expanded)
+  s.group = d.hq / d.hkv_cached;
   s.bkv = d.bkv;
   s.ba = d.ba;
   s.key_row = s.hd * s.bkv;
@@ -53,7 +53,7 @@ inline Phase attention(const Deployment& d, std::string_view name, double B, dou
   Phase a = layer_phase(name, PhaseKind::attention, Device::gpu, ComputeUnit::tensor_act, Stream::gpu, s.L);
   tokens = std::max(0.0, tokens);
   a.work.flops = s.L * B * s.hq * tokens * (4 * s.hd + 5);
-  a.work.hbm_bytes = s.L * B * (tokens * s.kv_row + 2 * s.hq * s.hd * s.ba + (append ? s.kv_row : 0));
+  a.work.hbm_bytes = s.L * B * (d.decode_cache_bytes(tokens, append) + 2 * s.hq * s.hd * s.ba + (append ? s.kv_row : 0));
   a.work.launches = s.L * (append ? 2 : 1);
   a.run_bytes = run_bytes;
   return a;

@@ -1,4 +1,4 @@
-// kvsim command line. Subcommands: plan, trace, replay, study, hardware, host, model, policy, bench.
+// kvsim command line. Subcommands: plan, trace, replay, study, reproduce, hardware, host, model, policy, bench.
 // Input errors print one line naming file, line, field, value and what is allowed, and exit 2.
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -20,6 +20,7 @@
 #include "tools/kvsim/host_probe.hpp"
 #include "tools/kvsim/replay_cmd.hpp"
 #include "tools/kvsim/study_cmd.hpp"
+#include "tools/kvsim/reproduce_cmd.hpp"
 #include "tools/kvsim/trace_cmd.hpp"
 
 #ifndef KVSIM_VERSION
@@ -57,8 +58,7 @@ int run_plan(PlanOptions& p) {
   if (!p.batch.empty()) p.o.batch = p.batch;
   const Scenario s = load_scenario_file(p.scenario, p.o);
   const Workload& w = s.workload;
-  const Deployment d = make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype,
-                                       w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
+  const Deployment d = make_deployment(s);
   std::vector<PlanResult> results, reference;
   const Policy* full = find_policy("full");
   const ParamValues no_params;
@@ -221,6 +221,7 @@ int main(int argc, char** argv) {
   TraceCommands* trace_cmds = add_trace_commands(app);
   ReplayCommand* replay_cmd = add_replay_command(app);
   StudyCommand* study_cmd = add_study_command(app);
+  ReproduceCommand* reproduce_cmd = add_reproduce_command(app);
 
   std::string name, fmt = "table";
   auto add_library_cmd = [&](const char* cmd, const char* what) {
@@ -258,6 +259,7 @@ int main(int argc, char** argv) {
     if (const int rc = run_trace_command(*trace_cmds, argc, argv); rc >= 0) return rc;
     if (const int rc = run_replay_command(*replay_cmd); rc >= 0) return rc;
     if (const int rc = run_study_command(*study_cmd); rc >= 0) return rc;
+    if (const int rc = run_reproduce_command(*reproduce_cmd); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (cmd_probe->parsed()) {
       std::printf("%s", probe_host_yaml(probe_name, probe_seconds).c_str());

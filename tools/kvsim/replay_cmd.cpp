@@ -286,8 +286,7 @@ int run_replay_command(ReplayCommand& c) {
   // The cost model on the scenario's hardware and model, at the scenario's context: analytical
   // defaults and measured statistics side by side.
   const Workload& w = s.workload;
-  const Deployment d = make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype,
-                                       w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
+  const Deployment d = make_deployment(s);  // the scenario's implementation profile included
   const int64_t ctx = w.context_tokens.empty() ? P : w.context_tokens.front();
   const double ratio = P > 0 ? double(ctx) / double(P) : 1.0;
   std::vector<Row> rows;

@@ -1,0 +1,203 @@
+#include "tools/kvsim/reproduce_cmd.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "model/atomic_file.hpp"
+#include "model/report.hpp"
+#include "model/reproduction.hpp"
+
+namespace kvsim {
+
+struct ReproduceCommand {
+  CLI::App* cmd = nullptr;
+  std::string paper, format = "table", out;
+  std::vector<std::string> files;
+};
+
+namespace {
+
+using json = nlohmann::json;
+
+struct Loaded {
+  Reproduction r;
+  std::vector<ReproRow> rows;
+};
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", std::max(0, decimals), v);
+  return buf;
+}
+
+std::string published_text(const PublishedFigure& f) { return f.oom ? "OOM" : fixed(f.value, f.decimals); }
+std::string predicted_text(const ReproRow& row) {
+  // One digit more than the paper printed, so an exact match shows as such.
+  return row.predicted_oom ? "OOM" : fixed(row.predicted, row.figure->decimals + 1);
+}
+std::string error_text(const ReproRow& row) {
+  const PublishedFigure& f = *row.figure;
+  if (f.oom || row.predicted_oom) return row.matches_exactly ? "both OOM" : "OOM mismatch";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * row.relative_error);
+  std::string s = buf;
+  if (f.exact) s += row.matches_exactly ? "  exact" : "  NOT EXACT";
+  return s;
+}
+
+// A series: consecutive rows of one file with the same source, label, metric and unit.
+bool same_series(const ReproRow& a, const ReproRow& b) {
+  const PublishedFigure &x = *a.figure, &y = *b.figure;
+  return x.source == y.source && x.label == y.label && x.metric == y.metric && x.unit == y.unit &&
+         x.output == y.output && x.phases == y.phases;
+}
+
+// Growth from the first to the last numeric point of each multi-point series: the shape check.
+std::vector<std::string> growth_lines(const std::vector<ReproRow>& rows) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < rows.size();) {
+    size_t j = i + 1;
+    while (j < rows.size() && same_series(rows[i], rows[j])) ++j;
+    const ReproRow *first = nullptr, *last = nullptr;
+    for (size_t k = i; k < j; ++k) {
+      if (rows[k].figure->oom || rows[k].predicted_oom) continue;
+      if (!first) first = &rows[k];
+      last = &rows[k];
+    }
+    if (first && last && first != last && !first->figure->exact) {
+      const PublishedFigure &a = *first->figure, &b = *last->figure;
+      // Ratio last/first, and the slope per 1K tokens of context (in the figure's unit).
+      const double dk = double(b.context - a.context) / 1000.0;
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "  shape %-8s %-16s %-9s %7lld -> %-7lld published x%.2f (%+.4g %s/1K tok), predicted x%.2f (%+.4g)",
+                    a.source.c_str(), a.label.c_str(), to_string(a.metric), (long long)a.context, (long long)b.context,
+                    b.value / a.value, (b.value - a.value) / dk, a.unit.c_str(), last->predicted / first->predicted,
+                    (last->predicted - first->predicted) / dk);
+      out.push_back(buf);
+    }
+    i = j;
+  }
+  return out;
+}
+
+std::string table(const std::vector<Loaded>& all) {
+  std::string s;
+  char buf[512];
+  for (const Loaded& l : all) {
+    const Scenario& sc = l.r.scenario;
+    s += l.r.paper + ": " + l.r.title + "\n  " + l.r.file + "\n";
+    std::snprintf(buf, sizeof buf, "  %s + %s, %s; prefill %s, cuda graphs %s%s\n", sc.gpu.name.c_str(),
+                  sc.host.name.c_str(), sc.model.name.c_str(),
+                  sc.implementation.prefill_whole_prompt ? "whole prompt" : "chunked", sc.workload.cuda_graphs ? "on" : "off",
+                  sc.implementation.kv_expand_gqa ? ", KV expanded to all query heads" : "");
+    s += buf;
+    std::snprintf(buf, sizeof buf, "  %-9s %-16s %-13s %8s %6s %12s %12s  %s\n", "source", "row", "metric", "context",
+                  "output", "published", "predicted", "error");
+    s += buf;
+    for (const ReproRow& row : l.rows) {
+      const PublishedFigure& f = *row.figure;
+      const std::string metric = std::string(to_string(f.metric)) + " " + f.unit;
+      std::snprintf(buf, sizeof buf, "  %-9s %-16s %-13s %8lld %6lld %12s %12s  %s\n", f.source.c_str(), f.label.c_str(),
+                    metric.c_str(), (long long)f.context, (long long)f.output, published_text(f).c_str(),
+                    predicted_text(row).c_str(), error_text(row).c_str());
+      s += buf;
+    }
+    for (const std::string& g : growth_lines(l.rows)) s += g + "\n";
+    s += "\n";
+  }
+  // Summary: exact figures matched, and the median absolute error of the rest.
+  int exact = 0, exact_ok = 0, oom = 0, oom_ok = 0;
+  std::vector<double> errs;
+  for (const Loaded& l : all)
+    for (const ReproRow& row : l.rows) {
+      if (row.figure->oom || row.predicted_oom) { ++oom; oom_ok += row.matches_exactly; }
+      else if (row.figure->exact) { ++exact; exact_ok += row.matches_exactly; }
+      else errs.push_back(std::fabs(row.relative_error));
+    }
+  std::sort(errs.begin(), errs.end());
+  const double median = errs.empty() ? 0 : errs[errs.size() / 2];
+  std::snprintf(buf, sizeof buf,
+                "summary: %d/%d exact memory figures match to the printed digit; %d/%d OOM rows agree; "
+                "%zu other figures, median |error| %.1f%%\n",
+                exact_ok, exact, oom_ok, oom, errs.size(), 100 * median);
+  s += buf;
+  return s;
+}
+
+json to_json(const std::vector<Loaded>& all) {
+  json rows = json::array();
+  for (const Loaded& l : all)
+    for (const ReproRow& row : l.rows) {
+      const PublishedFigure& f = *row.figure;
+      rows.push_back({{"paper", l.r.paper},
+                      {"file", l.r.file},
+                      {"source", f.source},
+                      {"row", f.label},
+                      {"policy", f.policy},
+                      {"metric", to_string(f.metric)},
+                      {"unit", f.unit},
+                      {"phases", f.phases},
+                      {"context_tokens", f.context},
+                      {"output_tokens", f.output},
+                      {"batch", f.batch},
+                      {"published", f.oom ? json("OOM") : json(f.value)},
+                      {"published_decimals", f.decimals},
+                      {"predicted", row.predicted_oom ? json("OOM") : json(row.predicted)},
+                      {"relative_error", (f.oom || row.predicted_oom) ? json(nullptr) : json(row.relative_error)},
+                      {"exact", f.exact},
+                      {"matches_exactly", row.matches_exactly},
+                      {"infeasible_reason", row.oom_reason},
+                      {"note", f.note}});
+    }
+  return rows;
+}
+
+std::string to_csv(const std::vector<Loaded>& all) {
+  std::string s = "paper,file,source,row,policy,metric,unit,context_tokens,output_tokens,batch,published,predicted,relative_error,exact,matches_exactly\n";
+  char buf[64];
+  for (const Loaded& l : all)
+    for (const ReproRow& row : l.rows) {
+      const PublishedFigure& f = *row.figure;
+      std::snprintf(buf, sizeof buf, "%.10g", row.relative_error);
+      const std::string err = (f.oom || row.predicted_oom) ? "" : buf;
+      std::snprintf(buf, sizeof buf, "%.10g", row.predicted);
+      const std::string pred = row.predicted_oom ? "OOM" : buf;
+      s += csv_field(l.r.paper) + "," + csv_field(l.r.file) + "," + csv_field(f.source) + "," + csv_field(f.label) + "," +
+           f.policy + "," + to_string(f.metric) + "," + f.unit + "," + std::to_string(f.context) + "," +
+           std::to_string(f.output) + "," + std::to_string(f.batch) + "," + published_text(f) + "," + pred + "," + err +
+           "," + (f.exact ? "true" : "false") + "," + (row.matches_exactly ? "true" : "false") + "\n";
+    }
+  return s;
+}
+
+}  // namespace
+
+ReproduceCommand* add_reproduce_command(CLI::App& app) {
+  static ReproduceCommand cmd;
+  ReproduceCommand* c = &cmd;
+  c->cmd = app.add_subcommand("reproduce", "predict each seed paper's published system results, next to the published numbers");
+  c->cmd->add_option("paper", c->paper, "paper (sentencekv, chunkkv, sekv); default: all");
+  c->cmd->add_option("--file", c->files, "a paper scenario YAML instead of the library's (repeatable)");
+  c->cmd->add_option("--format", c->format, "output format")->check(CLI::IsMember({"table", "json", "csv"}));
+  c->cmd->add_option("-o,--out", c->out, "write to FILE (atomically) instead of standard output");
+  return c;
+}
+
+int run_reproduce_command(ReproduceCommand& c) {
+  if (!c.cmd->parsed()) return -1;
+  const std::vector<std::string> files = c.files.empty() ? paper_scenarios(c.paper) : c.files;
+  std::vector<Loaded> all;
+  all.reserve(files.size());
+  for (const std::string& f : files) {
+    all.push_back({load_reproduction_file(f), {}});
+    all.back().rows = reproduce(all.back().r);
+  }
+  std::string text = c.format == "json" ? to_json(all).dump(2) + "\n" : c.format == "csv" ? to_csv(all) : table(all);
+  if (c.out.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
+  else write_file_atomic(c.out, text);
+  return 0;
+}
+
+}  // namespace kvsim
