@@ -19,6 +19,8 @@
 #include "sim/timeline.hpp"
 #include "tools/kvsim/host_probe.hpp"
 #include "tools/kvsim/replay_cmd.hpp"
+#include "tools/kvsim/sweep_cmd.hpp"
+#include "tools/kvsim/target_plan_cmd.hpp"
 #include "tools/kvsim/trace_cmd.hpp"
 
 #ifndef KVSIM_VERSION
@@ -43,6 +45,7 @@ struct PlanOptions {
   std::string scenario, format = "table", out, timeline;
   Overrides o;
   std::string hardware, host, model, calibration, context, output, batch;
+  TargetOptions* target = nullptr;  // --target-tpot / --target-throughput (tools/kvsim/target_plan_cmd.cpp)
 };
 
 int run_plan(PlanOptions& p) {
@@ -55,6 +58,7 @@ int run_plan(PlanOptions& p) {
   if (!p.output.empty()) p.o.output = p.output;
   if (!p.batch.empty()) p.o.batch = p.batch;
   const Scenario s = load_scenario_file(p.scenario, p.o);
+  if (target_requested(*p.target)) return run_target_plan(*p.target, s, p.format, p.out);
   const Workload& w = s.workload;
   const Deployment d = make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype,
                                        w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
@@ -216,9 +220,11 @@ int main(int argc, char** argv) {
   cmd_plan->add_option("--batch", plan.batch, "batch size, or max");
   cmd_plan->add_option("--policy", plan.o.policies, "policy name (repeatable; replaces the scenario's list)");
   cmd_plan->add_option("--set", plan.o.sets, "POLICY.PARAM=VALUE (repeatable)");
+  plan.target = add_target_options(*cmd_plan);
 
   TraceCommands* trace_cmds = add_trace_commands(app);
   ReplayCommand* replay_cmd = add_replay_command(app);
+  SweepCommand* sweep_cmd = add_sweep_command(app);
 
   std::string name, fmt = "table";
   auto add_library_cmd = [&](const char* cmd, const char* what) {
@@ -255,6 +261,7 @@ int main(int argc, char** argv) {
     if (cmd_plan->parsed()) return run_plan(plan);
     if (const int rc = run_trace_command(*trace_cmds, argc, argv); rc >= 0) return rc;
     if (const int rc = run_replay_command(*replay_cmd); rc >= 0) return rc;
+    if (const int rc = run_sweep_command(*sweep_cmd); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (cmd_probe->parsed()) {
       std::printf("%s", probe_host_yaml(probe_name, probe_seconds).c_str());

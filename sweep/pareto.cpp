@@ -1,0 +1,72 @@
+#include "sweep/pareto.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "model/error.hpp"
+#include "sweep/csv.hpp"
+
+namespace kvsim::sweep {
+
+std::string pareto_path(const std::string& p) {
+  const size_t slash = p.rfind('/');
+  const size_t dot = p.rfind('.');
+  const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  return (has_ext ? p.substr(0, dot) : p) + ".pareto" + (has_ext ? p.substr(dot) : ".csv");
+}
+
+std::string pareto_csv(const ResultTable& t, const std::vector<ParetoSpec>& fronts, const std::string& file) {
+  std::string header = t.header;
+  if (!header.empty() && header.back() == '\n') header.pop_back();
+  const std::vector<std::string> cols = split_line(header);
+  auto column = [&](const std::string& name) -> size_t {
+    const auto it = std::find(cols.begin(), cols.end(), name);
+    if (it == cols.end()) throw_input_error(file, 1, name, "the results have no column '" + name + "' for the Pareto front");
+    return size_t(it - cols.begin());
+  };
+  const size_t policy_col = column("policy"), feasible_col = column("feasible");
+
+  std::vector<std::vector<std::string>> parsed;
+  parsed.reserve(t.rows.size());
+  for (const std::string& r : t.rows) parsed.push_back(split_line(r));
+
+  std::string out = "front," + header + "\n";
+  for (const ParetoSpec& f : fronts) {
+    bool max_x = false, max_y = false;
+    pareto_column_known(f.x, &max_x);
+    pareto_column_known(f.y, &max_y);
+    const size_t cx = column(f.x), cy = column(f.y);
+    // Per policy (in order of first appearance): candidate rows with both values.
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<std::pair<std::pair<double, double>, size_t>>> by_policy;
+    for (size_t i = 0; i < parsed.size(); ++i) {
+      const auto& r = parsed[i];
+      if (r.size() != cols.size() || r[feasible_col] != "1" || r[cx].empty() || r[cy].empty()) continue;
+      // Both columns as "larger is better", so one rule serves every direction.
+      const double x = std::strtod(r[cx].c_str(), nullptr) * (max_x ? 1 : -1);
+      const double y = std::strtod(r[cy].c_str(), nullptr) * (max_y ? 1 : -1);
+      auto& v = by_policy[r[policy_col]];
+      if (v.empty()) order.push_back(r[policy_col]);
+      v.push_back({{x, y}, i});
+    }
+    for (const std::string& p : order) {
+      auto& v = by_policy[p];
+      // Best x first; among equal x, best y first (the others are dominated by it).
+      std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+        return a.first.first != b.first.first ? a.first.first > b.first.first : a.first.second > b.first.second;
+      });
+      bool any = false;
+      double best_y = 0;
+      for (const auto& [xy, i] : v) {
+        if (any && xy.second <= best_y) continue;
+        any = true;
+        best_y = xy.second;
+        out += f.x + "~" + f.y + "," + t.rows[i] + "\n";
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace kvsim::sweep

@@ -1,0 +1,136 @@
+// Google Benchmarks of sweeps (docs/sweeps.md), run with `kvsim bench --benchmark_filter=Sweep`.
+//
+// BM_SweepPointPath: one thread, the per-point path without I/O (decode the point number, set the
+// varied fields, key, evaluate, format the CSV row). BM_SweepEvaluateOnly: the same points through
+// model/plan's evaluate() alone — the ceiling the per-point path is measured against.
+// BM_SweepRun/N: a whole sweep into a results file on N threads, points per second end to end;
+// `fraction_of_ceiling` divides it by N x the evaluate-only rate measured in the same process.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "sweep/evaluator.hpp"
+#include "sweep/result_row.hpp"
+#include "sweep/runner.hpp"
+
+namespace {
+using namespace kvsim;
+using namespace kvsim::sweep;
+
+// The single-stream policies (their step is a sum of rooflines) over context, batch and budgets:
+// 8 x 8 x (1 + 8 + 8 + 8x8 + 8) = 5,696 points.
+const char* kAnalyticalSweep = R"(scenario:
+  hardware: h100-sxm
+  model: llama-3.1-8b
+  workload: {context_tokens: 32768, output_tokens: 1024, batch: max}
+policies: [full, snapkv, quest, chess, chunkkv]
+axes:
+  - workload.context_tokens: {from: 4096, to: 131072, points: 8, log: true}
+  - workload.batch: [1, 2, 4, 8, 16, 32, 64, max]
+  - snapkv.budget_tokens: {from: 128, to: 16384, factor: 2}
+  - quest.budget_tokens: {from: 128, to: 16384, factor: 2}
+  - chess.rho_page: [0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1]
+  - chess.rho_chunk: [0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1]
+  - chunkkv.budget_ratio: [0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1]
+)";
+
+struct Fixture {
+  SweepSpec spec = load_sweep(load_yaml_string(kAnalyticalSweep, "bench"), "bench");
+  PointSpace space{spec};
+  Evaluator ev{spec, space};
+};
+Fixture& fixture() {
+  static Fixture f;
+  return f;
+}
+
+// Evaluate-only rate on one thread over every point of the sweep (points/s).
+double evaluate_only_rate() {
+  static const double rate = [] {
+    Fixture& f = fixture();
+    Coords c;
+    PointInputs in;
+    std::vector<PointInputs> all;
+    for (uint64_t i = 0; i < f.space.size(); ++i) {
+      f.space.decode(i, c);
+      f.ev.resolve(c, in);
+      all.push_back(in);
+    }
+    double best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      double sink = 0;
+      for (const PointInputs& p : all) sink += f.ev.evaluate(p).tpot_s;
+      benchmark::DoNotOptimize(sink);
+      best = std::max(best, double(all.size()) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  }();
+  return rate;
+}
+
+void BM_SweepEvaluateOnly(benchmark::State& state) {
+  Fixture& f = fixture();
+  Coords c;
+  PointInputs in;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    f.space.decode(i, c);
+    f.ev.resolve(c, in);
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(f.ev.evaluate(in).tpot_s);
+    i = (i + 1) % f.space.size();
+  }
+  state.counters["points_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SweepEvaluateOnly);
+
+void BM_SweepPointPath(benchmark::State& state) {
+  Fixture& f = fixture();
+  Coords c;
+  PointInputs in;
+  std::string row;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    f.space.decode(i, c);
+    f.ev.resolve(c, in);
+    const uint64_t key = f.ev.key(in);
+    const PlanResult r = f.ev.evaluate(in);
+    row.clear();
+    append_row(row, f.spec, i, key, c, in, r, nullptr);
+    benchmark::DoNotOptimize(row.data());
+    i = (i + 1) % f.space.size();
+  }
+  state.counters["points_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+  const double ceiling = evaluate_only_rate();
+  state.counters["evaluate_only_points_per_s"] = ceiling;
+}
+BENCHMARK(BM_SweepPointPath);
+
+// End to end: a fresh results file per iteration (the sweep is 5,696 points).
+void BM_SweepRun(benchmark::State& state) {
+  Fixture& f = fixture();
+  const int threads = int(state.range(0));
+  const std::string out = (std::filesystem::temp_directory_path() / "kvsim_bench_sweep.csv").string();
+  double points = 0, seconds = 0;
+  for (auto _ : state) {
+    std::filesystem::remove(out);
+    RunOptions o;
+    o.threads = threads;
+    const auto t0 = std::chrono::steady_clock::now();
+    const RunStats st = run_sweep(f.spec, out, o);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    points += double(st.evaluated);
+  }
+  std::filesystem::remove(out);
+  const double rate = points / seconds;
+  state.counters["points_per_s"] = rate;
+  state.counters["fraction_of_ceiling"] = rate / (threads * evaluate_only_rate());
+  state.counters["cores"] = double(std::thread::hardware_concurrency());
+}
+BENCHMARK(BM_SweepRun)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
