@@ -61,6 +61,20 @@ std::vector<std::string> split_line(std::string_view line) {
   return fields;
 }
 
+void split_views(std::string_view line, std::vector<std::string_view>& out) {
+  out.clear();
+  size_t start = 0;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '"') quoted = !quoted;  // a doubled quote toggles twice
+    else if (line[i] == ',' && !quoted) {
+      out.push_back(line.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  out.push_back(line.substr(start));
+}
+
 std::string_view first_field(std::string_view line) { return line.substr(0, line.find(',')); }
 
 }  // namespace kvsim::sweep

@@ -17,6 +17,10 @@ void append_hex(std::string& out, uint64_t v);                // 16 lowercase he
 // Splits one line (without its newline) into fields, unquoting them.
 std::vector<std::string> split_line(std::string_view line);
 
+// Splits one line into views of its fields without copying or unquoting (a quoted field keeps its
+// quotes): enough for numeric and name columns, and allocation-free when `out` is reused.
+void split_views(std::string_view line, std::vector<std::string_view>& out);
+
 // The first field of a line (unquoted), cheaply: results files start with the point number.
 std::string_view first_field(std::string_view line);
 

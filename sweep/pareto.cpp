@@ -1,6 +1,7 @@
 #include "sweep/pareto.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <map>
 
@@ -27,9 +28,17 @@ std::string pareto_csv(const ResultTable& t, const std::vector<ParetoSpec>& fron
   };
   const size_t policy_col = column("policy"), feasible_col = column("feasible");
 
-  std::vector<std::vector<std::string>> parsed;
-  parsed.reserve(t.rows.size());
-  for (const std::string& r : t.rows) parsed.push_back(split_line(r));
+  // Only the four columns a front needs, read as views: no per-field allocation.
+  struct Cells {
+    std::string_view policy, feasible, x, y;
+  };
+  std::vector<std::string_view> fields;
+  auto cells = [&](size_t i, size_t cx, size_t cy, Cells& c) {
+    split_views(t.rows[i], fields);
+    if (fields.size() != cols.size()) return false;
+    c = {fields[policy_col], fields[feasible_col], fields[cx], fields[cy]};
+    return true;
+  };
 
   std::string out = "front," + header + "\n";
   for (const ParetoSpec& f : fronts) {
@@ -39,16 +48,22 @@ std::string pareto_csv(const ResultTable& t, const std::vector<ParetoSpec>& fron
     const size_t cx = column(f.x), cy = column(f.y);
     // Per policy (in order of first appearance): candidate rows with both values.
     std::vector<std::string> order;
-    std::map<std::string, std::vector<std::pair<std::pair<double, double>, size_t>>> by_policy;
-    for (size_t i = 0; i < parsed.size(); ++i) {
-      const auto& r = parsed[i];
-      if (r.size() != cols.size() || r[feasible_col] != "1" || r[cx].empty() || r[cy].empty()) continue;
+    std::map<std::string, std::vector<std::pair<std::pair<double, double>, size_t>>, std::less<>> by_policy;
+    Cells c;
+    for (size_t i = 0; i < t.rows.size(); ++i) {
+      if (!cells(i, cx, cy, c) || c.feasible != "1" || c.x.empty() || c.y.empty()) continue;
       // Both columns as "larger is better", so one rule serves every direction.
-      const double x = std::strtod(r[cx].c_str(), nullptr) * (max_x ? 1 : -1);
-      const double y = std::strtod(r[cy].c_str(), nullptr) * (max_y ? 1 : -1);
-      auto& v = by_policy[r[policy_col]];
-      if (v.empty()) order.push_back(r[policy_col]);
-      v.push_back({{x, y}, i});
+      double x = 0, y = 0;
+      std::from_chars(c.x.data(), c.x.data() + c.x.size(), x);
+      std::from_chars(c.y.data(), c.y.data() + c.y.size(), y);
+      if (!max_x) x = -x;
+      if (!max_y) y = -y;
+      auto it = by_policy.find(c.policy);
+      if (it == by_policy.end()) {
+        order.emplace_back(c.policy);
+        it = by_policy.emplace(std::string(c.policy), std::vector<std::pair<std::pair<double, double>, size_t>>{}).first;
+      }
+      it->second.push_back({{x, y}, i});
     }
     for (const std::string& p : order) {
       auto& v = by_policy[p];

@@ -18,11 +18,12 @@ namespace kvsim::sweep {
 
 namespace {
 std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw_input_error(path, 0, "", "cannot read the results file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text(size_t(in.tellg()), '\0');
+  in.seekg(0);
+  in.read(text.data(), std::streamsize(text.size()));
+  return text;
 }
 
 [[noreturn]] void io_fail(const std::string& path, const char* what) {

@@ -20,15 +20,15 @@ using namespace kvsim;
 using namespace kvsim::sweep;
 
 // The single-stream policies (their step is a sum of rooflines) over context, batch and budgets:
-// 8 x 8 x (1 + 8 + 8 + 8x8 + 8) = 5,696 points.
+// 32 x 16 x (1 + 8 + 8 + 8x8 + 8) = 45,568 points.
 const char* kAnalyticalSweep = R"(scenario:
   hardware: h100-sxm
   model: llama-3.1-8b
   workload: {context_tokens: 32768, output_tokens: 1024, batch: max}
 policies: [full, snapkv, quest, chess, chunkkv]
 axes:
-  - workload.context_tokens: {from: 4096, to: 131072, points: 8, log: true}
-  - workload.batch: [1, 2, 4, 8, 16, 32, 64, max]
+  - workload.context_tokens: {from: 4096, to: 131072, points: 32, log: true}
+  - workload.batch: {from: 1, to: 16, step: 1}
   - snapkv.budget_tokens: {from: 128, to: 16384, factor: 2}
   - quest.budget_tokens: {from: 128, to: 16384, factor: 2}
   - chess.rho_page: [0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1]
@@ -110,7 +110,7 @@ void BM_SweepPointPath(benchmark::State& state) {
 }
 BENCHMARK(BM_SweepPointPath);
 
-// End to end: a fresh results file per iteration (the sweep is 5,696 points).
+// End to end: a fresh results file per iteration (the sweep is 45,568 points).
 void BM_SweepRun(benchmark::State& state) {
   Fixture& f = fixture();
   const int threads = int(state.range(0));
