@@ -6,6 +6,7 @@
 #include <map>
 
 #include "model/error.hpp"
+#include "model/policy.hpp"
 #include "sweep/csv.hpp"
 
 namespace kvsim::sweep {
@@ -27,16 +28,33 @@ std::string pareto_csv(const ResultTable& t, const std::vector<ParetoSpec>& fron
     return size_t(it - cols.begin());
   };
   const size_t policy_col = column("policy"), feasible_col = column("feasible");
+  // Rows are compared only within one workload: the scenario axes other than the batch (context,
+  // hardware, model...) split the rows into groups; budgets and batch are what a front trades.
+  std::vector<size_t> group_cols;
+  const size_t params_col = size_t(std::find(cols.begin(), cols.end(), "params") - cols.begin());
+  for (size_t i = policy_col + 1; i < params_col && params_col < cols.size(); ++i) {
+    const size_t dot = cols[i].find('.');
+    const bool policy_param = dot != std::string::npos && find_policy(cols[i].substr(0, dot)) != nullptr;
+    if (!policy_param && cols[i] != "workload.batch") group_cols.push_back(i);
+  }
 
   // Only the four columns a front needs, read as views: no per-field allocation.
   struct Cells {
-    std::string_view policy, feasible, x, y;
+    std::string_view feasible, x, y;
+    std::string group;  // policy, then the group columns' values
   };
   std::vector<std::string_view> fields;
   auto cells = [&](size_t i, size_t cx, size_t cy, Cells& c) {
     split_views(t.rows[i], fields);
     if (fields.size() != cols.size()) return false;
-    c = {fields[policy_col], fields[feasible_col], fields[cx], fields[cy]};
+    c.feasible = fields[feasible_col];
+    c.x = fields[cx];
+    c.y = fields[cy];
+    c.group.assign(fields[policy_col]);
+    for (size_t g : group_cols) {
+      c.group += '\x1f';
+      c.group += fields[g];
+    }
     return true;
   };
 
@@ -46,7 +64,7 @@ std::string pareto_csv(const ResultTable& t, const std::vector<ParetoSpec>& fron
     pareto_column_known(f.x, &max_x);
     pareto_column_known(f.y, &max_y);
     const size_t cx = column(f.x), cy = column(f.y);
-    // Per policy (in order of first appearance): candidate rows with both values.
+    // Per policy and workload group (in order of first appearance): rows with both values.
     std::vector<std::string> order;
     std::map<std::string, std::vector<std::pair<std::pair<double, double>, size_t>>, std::less<>> by_policy;
     Cells c;
@@ -58,10 +76,10 @@ std::string pareto_csv(const ResultTable& t, const std::vector<ParetoSpec>& fron
       std::from_chars(c.y.data(), c.y.data() + c.y.size(), y);
       if (!max_x) x = -x;
       if (!max_y) y = -y;
-      auto it = by_policy.find(c.policy);
+      auto it = by_policy.find(c.group);
       if (it == by_policy.end()) {
-        order.emplace_back(c.policy);
-        it = by_policy.emplace(std::string(c.policy), std::vector<std::pair<std::pair<double, double>, size_t>>{}).first;
+        order.push_back(c.group);
+        it = by_policy.emplace(c.group, std::vector<std::pair<std::pair<double, double>, size_t>>{}).first;
       }
       it->second.push_back({{x, y}, i});
     }

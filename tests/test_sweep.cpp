@@ -281,14 +281,17 @@ TEST(SweepCli, BadSweepFileExitsTwoNamingFileAndField) {
   EXPECT_HAS(s.out, "--shard: value '3/3' is not a shard");
 }
 
-TEST(SweepPareto, KeepsOnlyNonDominatedRowsPerPolicy) {
+TEST(SweepPareto, KeepsOnlyNonDominatedRowsPerPolicyAndWorkload) {
   ResultTable t;
-  t.header = "point,key,policy,feasible,tpot_s,throughput_tok_s\n";
-  t.rows = {"0,a,p,1,1,10", "1,a,p,1,2,30", "2,a,p,1,3,20", "3,a,p,1,2,25", "4,a,q,1,5,5", "5,a,p,0,,"};
+  t.header = "point,key,policy,workload.context_tokens,workload.batch,p.x,params,feasible,tpot_s,throughput_tok_s\n";
+  t.rows = {"0,a,p,1,1,,,1,1,10", "1,a,p,1,2,,,1,2,30", "2,a,p,1,3,,,1,3,20", "3,a,p,1,4,,,1,2,25",
+            "4,a,q,1,1,,,1,5,5",  "5,a,p,1,5,,,0,,",    "6,a,p,2,1,,,1,9,1"};
   const std::string csv = pareto_csv(t, {{"tpot_s", "throughput_tok_s"}}, "t.csv");
+  // Rows 2 and 3 are dominated by row 1; row 6 (another context) is its own front though slower.
   EXPECT_EQ(csv,
-            "front,point,key,policy,feasible,tpot_s,throughput_tok_s\n"
-            "tpot_s~throughput_tok_s,0,a,p,1,1,10\n"
-            "tpot_s~throughput_tok_s,1,a,p,1,2,30\n"
-            "tpot_s~throughput_tok_s,4,a,q,1,5,5\n");
+            "front,point,key,policy,workload.context_tokens,workload.batch,p.x,params,feasible,tpot_s,throughput_tok_s\n"
+            "tpot_s~throughput_tok_s,0,a,p,1,1,,,1,1,10\n"
+            "tpot_s~throughput_tok_s,1,a,p,1,2,,,1,2,30\n"
+            "tpot_s~throughput_tok_s,4,a,q,1,1,,,1,5,5\n"
+            "tpot_s~throughput_tok_s,6,a,p,2,1,,,1,9,1\n");
 }
