@@ -138,7 +138,8 @@ class Search {
       k.why = tpot ? "TPOT: " + fmt("%.3f", r.tpot_s * 1e3) + " ms at batch 1 exceeds the target " +
                          fmt("%.3f", T * 1e3) + " ms (the step is " + std::string(to_string(r.dominant)) + "-bound)"
                    : "throughput: " + fmt("%.1f", r.throughput_tok_s) + " tok/s at the largest batch that fits (" +
-                         std::to_string(M) + ", memory-limited) is below the target " + fmt("%.1f", T) + " tok/s";
+                         std::to_string(M) + ": memory-limited) is below the target " + fmt("%.1f", T) +
+                         " tok/s (the step is " + std::string(to_string(r.dominant)) + "-bound)";
     }
     return k;
   }

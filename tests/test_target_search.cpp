@@ -152,7 +152,7 @@ TEST(TargetPlanCli, TableShowsRooflineBoundAndBinding) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("TPOT ms (bound)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("binding:"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("uncalibrated roofline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the ideal roofline"), std::string::npos) << r.out;
   const auto e = test::run_kvsim("plan --target-tpot 30 --min-recall 0.9");
   EXPECT_EQ(e.exit_code, 2) << e.out;
   EXPECT_NE(e.out.find("needs --trace"), std::string::npos) << e.out;

@@ -131,9 +131,9 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
       (target.min_recall ? ", recall >= " + fmt("%g", *target.min_recall) : "") +
       (target.max_error ? ", output error <= " + fmt("%g", *target.max_error) : "") +
       (trace ? " on " + t.trace : "");
-  const std::string cal_text = s.calibration.calibrated
-                                   ? "calibration " + s.calibration.name + "; (bound) = uncalibrated roofline"
-                                   : "uncalibrated roofline (" + s.calibration.name + "): estimates equal the bound";
+  const std::string cal_text =
+      "calibration " + s.calibration.name + (s.calibration.calibrated ? "" : " (uncalibrated: ideal efficiencies)") +
+      "; (bound) = the ideal roofline: every efficiency 1.0, no gather penalty";
   std::string text;
   if (format == "json") {
     json j;
