@@ -13,6 +13,9 @@
 #include <thread>
 
 #include "model/error.hpp"
+#include <nlohmann/json.hpp>
+
+#include "sweep/csv.hpp"
 #include "sweep/pareto.hpp"
 #include "sweep/result_store.hpp"
 #include "sweep/runner.hpp"
@@ -294,4 +297,68 @@ TEST(SweepPareto, KeepsOnlyNonDominatedRowsPerPolicyAndWorkload) {
             "tpot_s~throughput_tok_s,1,a,p,1,2,,,1,2,30\n"
             "tpot_s~throughput_tok_s,4,a,q,1,1,,,1,5,5\n"
             "tpot_s~throughput_tok_s,6,a,p,2,1,,,1,9,1\n");
+}
+
+namespace {
+std::string tiny_trace() {
+  static const std::string path = [] {
+    const std::string p = std::string(::testing::TempDir()) + "kvsim_sweep_tiny.safetensors";
+    const auto r = test::run_kvsim("trace gen --preset tiny -o '" + p + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    return p;
+  }();
+  return path;
+}
+}  // namespace
+
+TEST(SweepTrace, QualityColumnsComeFromOneSharedReplayPerParameterSet) {
+  const SweepSpec s = spec_of(std::string(kBase) + "axes:\n  - workload.context_tokens: [8192, 32768]\n"
+                              "  - quest.budget_tokens: [64, 256, 1024]\ntrace:\n  path: " + tiny_trace() +
+                              "\n  max_steps: 16\n");
+  const std::string out = tmp("trace.csv");
+  RunOptions o;
+  o.threads = 2;
+  const RunStats st = run_sweep(s, out, o);
+  // full, chess and quest x 3 budgets: 5 parameter sets, whatever the contexts.
+  EXPECT_EQ(st.replayed, 5u);
+  EXPECT_EQ(st.evaluated, 2u * (1 + 3 + 1));
+  const ResultTable t = read_results(out);
+  const auto cols = split_line(t.header.substr(0, t.header.size() - 1));
+  const size_t recall = size_t(std::find(cols.begin(), cols.end(), "recall_mean") - cols.begin());
+  ASSERT_LT(recall, cols.size());
+  std::vector<double> quest;
+  for (const std::string& r : t.rows) {
+    const auto f = split_line(r);
+    ASSERT_FALSE(f[recall].empty()) << r;
+    if (f[2] == "full") {
+      EXPECT_NEAR(std::stod(f[recall]), 1.0, 1e-6);
+    }
+    if (f[2] == "quest" && f[3] == "8192") quest.push_back(std::stod(f[recall]));
+  }
+  ASSERT_EQ(quest.size(), 3u);
+  EXPECT_LT(quest[0], quest[2]);  // a larger page budget keeps more attention mass
+  // The default fronts with a trace: recall against TPOT and throughput.
+  EXPECT_HAS(test::read_text(pareto_path(out)), "tpot_s~recall_mean,");
+}
+
+TEST(TargetPlanCli, SearchEqualsExhaustiveOnATrace) {
+  // Quality from real replays: the bisection over quest's budget finds what trying every budget finds.
+  const std::string common = "plan --context 32768 --policy quest --policy streaming --target-tpot 8 --min-recall 0.9 "
+                             "--trace-max-steps 16 --format json --trace '" + tiny_trace() + "'";
+  const auto a = test::run_kvsim(common);
+  const auto b = test::run_kvsim(common + " --exhaustive");
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+  const auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  EXPECT_EQ(ja["schema"], "kvsim.target_plan/1");
+  ASSERT_EQ(ja["answers"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto &x = ja["answers"][i], &y = jb["answers"][i];
+    ASSERT_EQ(x["feasible"], y["feasible"]) << x.dump() << y.dump();
+    if (!x["feasible"].get<bool>()) continue;
+    EXPECT_EQ(x["params"], y["params"]);
+    EXPECT_EQ(x["batch"], y["batch"]);
+    EXPECT_LT(x["search"]["quality_evaluations"].get<int>(), y["search"]["quality_evaluations"].get<int>());
+    EXPECT_GE(x["quality"]["recall"].get<double>(), 0.9);
+  }
 }
