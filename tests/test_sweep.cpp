@@ -362,3 +362,12 @@ TEST(TargetPlanCli, SearchEqualsExhaustiveOnATrace) {
     EXPECT_GE(x["quality"]["recall"].get<double>(), 0.9);
   }
 }
+
+TEST(SweepSpec, LibrarySweepsLoad) {
+  for (const char* name : {"budgets", "speed"}) {
+    const SweepSpec s = load_sweep_file(library_dir() + "/sweeps/" + name + ".yaml");
+    EXPECT_GT(PointSpace(s).size(), 1000u) << name;
+  }
+  EXPECT_EQ(PointSpace(load_sweep_file(library_dir() + "/sweeps/budgets.yaml")).size(), 1722u);
+  EXPECT_EQ(PointSpace(load_sweep_file(library_dir() + "/sweeps/speed.yaml")).size(), 45568u);
+}

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "model/library.hpp"
 #include "sweep/evaluator.hpp"
 #include "sweep/result_row.hpp"
 #include "sweep/runner.hpp"
@@ -19,25 +20,9 @@ namespace {
 using namespace kvsim;
 using namespace kvsim::sweep;
 
-// The single-stream policies (their step is a sum of rooflines) over context, batch and budgets:
-// 32 x 16 x (1 + 8 + 8 + 8x8 + 8) = 45,568 points.
-const char* kAnalyticalSweep = R"(scenario:
-  hardware: h100-sxm
-  model: llama-3.1-8b
-  workload: {context_tokens: 32768, output_tokens: 1024, batch: max}
-policies: [full, snapkv, quest, chess, chunkkv]
-axes:
-  - workload.context_tokens: {from: 4096, to: 131072, points: 32, log: true}
-  - workload.batch: {from: 1, to: 16, step: 1}
-  - snapkv.budget_tokens: {from: 128, to: 16384, factor: 2}
-  - quest.budget_tokens: {from: 128, to: 16384, factor: 2}
-  - chess.rho_page: [0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1]
-  - chess.rho_chunk: [0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1]
-  - chunkkv.budget_ratio: [0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1]
-)";
 
 struct Fixture {
-  SweepSpec spec = load_sweep(load_yaml_string(kAnalyticalSweep, "bench"), "bench");
+  SweepSpec spec = load_sweep_file(library_dir() + "/sweeps/speed.yaml");
   PointSpace space{spec};
   Evaluator ev{spec, space};
 };
@@ -110,7 +95,7 @@ void BM_SweepPointPath(benchmark::State& state) {
 }
 BENCHMARK(BM_SweepPointPath);
 
-// End to end: a fresh results file per iteration (the sweep is 45,568 points).
+// End to end: a fresh results file per iteration (scenarios/sweeps/speed.yaml, 45,568 points).
 void BM_SweepRun(benchmark::State& state) {
   Fixture& f = fixture();
   const int threads = int(state.range(0));
