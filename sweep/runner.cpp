@@ -29,8 +29,7 @@ std::string renumber(const std::string& row, uint64_t point) {
 
 // Puts a resumed file whose rows came from an edited sweep (or out of order) back in point order,
 // keeping only rows of this sweep's points.
-void canonicalize(const std::string& path, const SweepSpec& spec, const PointSpace& space, const Evaluator& ev,
-                  const Shard& shard) {
+void canonicalize(const std::string& path, const PointSpace& space, const Evaluator& ev, const Shard& shard) {
   ResultTable t = read_results(path);
   std::unordered_map<uint64_t, size_t> by_key;
   for (size_t i = 0; i < t.rows.size(); ++i) by_key[row_key(t.rows[i], path)] = i;
@@ -47,7 +46,6 @@ void canonicalize(const std::string& path, const SweepSpec& spec, const PointSpa
     out += renumber(t.rows[it->second], point);
     out += '\n';
   }
-  (void)spec;
   write_file_atomic(path, out);
 }
 }  // namespace
@@ -189,7 +187,7 @@ RunStats run_sweep(const SweepSpec& spec, const std::string& out_path, const Run
   }
   if (st.stopped) return st;
   if (needs_rewrite) {
-    canonicalize(out_path, spec, space, ev, shard);
+    canonicalize(out_path, space, ev, shard);
     st.rewritten = true;
   }
   write_file_atomic(pareto_path(out_path), pareto_csv(read_results(out_path), spec.pareto, out_path));

@@ -93,36 +93,28 @@ TEST(SweepSpec, ContextFromTheScenarioWhenNotAnAxis) {
 }
 
 TEST(SweepSpec, BadInputNamesFileLineFieldAndValue) {
-  const std::string b = kBase;
-  std::string m = error_of(b + "axes:\n  - chess.rho_pages: [0.1]\n");
-  EXPECT_HAS(m, "s.yaml:10");
-  EXPECT_HAS(m, "rho_pages");
-  EXPECT_HAS(m, "did you mean 'rho_page'");
-  m = error_of(b + "axes:\n  - chess.rho_page: [0.1, 1.5]\n");
-  EXPECT_HAS(m, "s.yaml:10: axes[0].chess.rho_page: value 1.5 is out of range; allowed: a number > 0 and <= 1");
-  m = error_of(b + "axes:\n  - workload.batch: [4, 2.5]\n");
-  EXPECT_HAS(m, "value 2.5 is not an integer");
-  m = error_of(b + "axes:\n  - workload.contxt_tokens: [1]\n");
-  EXPECT_HAS(m, "did you mean 'workload.context_tokens'");
-  m = error_of(b + "axes:\n  - hardware: [h100-sxm, h100-sxn]\n");
-  EXPECT_HAS(m, "unknown hardware 'h100-sxn'");
-  EXPECT_HAS(m, "s.yaml:10");
-  m = error_of(b + "axes:\n  - zip:\n      workload.batch: [1, 2]\n      workload.output_tokens: [1, 2, 3]\n");
-  EXPECT_HAS(m, "has 3 values but workload.batch has 2");
-  m = error_of(b + "axes:\n  - quest.budget_tokens: {from: 10, to: 5, step: 1}\n");
-  EXPECT_HAS(m, "value 5 is below from (10)");
-  m = error_of(b + "axes:\n  - quest.budget_tokens: {from: 10, to: 50}\n");
-  EXPECT_HAS(m, "exactly one of step, points");
-  m = error_of(b + "axes:\n  - snapkv.budget_tokens: [64]\n");
-  EXPECT_HAS(m, "policy 'snapkv' is not among this sweep's policies");
-  m = error_of(b + "axes:\n  - workload.batch: [1]\n  - workload.batch: [2]\n");
-  EXPECT_HAS(m, "varied by two axes");
-  m = error_of(b + "axes:\n  - workload.kv_dtype: [bf16, fp4]\n");
-  EXPECT_HAS(m, "value 'fp4' is not allowed");
-  m = error_of(b + "pareto:\n  - {x: tpot_s, y: recall_mean}\n");
-  EXPECT_HAS(m, "needs a trace");
-  m = error_of(std::string("policies: [fulll]\n"));
-  EXPECT_HAS(m, "s.yaml:1: policies[0]: unknown policy 'fulll'");
+  // Each case: the text after the base sweep, and the parts its error must contain.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"axes:\n  - chess.rho_pages: [0.1]\n", {"s.yaml:10", "rho_pages", "did you mean 'rho_page'"}},
+      {"axes:\n  - chess.rho_page: [0.1, 1.5]\n",
+       {"s.yaml:10: axes[0].chess.rho_page: value 1.5 is out of range; allowed: a number > 0 and <= 1"}},
+      {"axes:\n  - workload.batch: [4, 2.5]\n", {"value 2.5 is not an integer"}},
+      {"axes:\n  - workload.contxt_tokens: [1]\n", {"did you mean 'workload.context_tokens'"}},
+      {"axes:\n  - hardware: [h100-sxm, h100-sxn]\n", {"s.yaml:10", "unknown hardware 'h100-sxn'"}},
+      {"axes:\n  - zip:\n      workload.batch: [1, 2]\n      workload.output_tokens: [1, 2, 3]\n",
+       {"has 3 values but workload.batch has 2"}},
+      {"axes:\n  - quest.budget_tokens: {from: 10, to: 5, step: 1}\n", {"value 5 is below from (10)"}},
+      {"axes:\n  - quest.budget_tokens: {from: 10, to: 50}\n", {"exactly one of step, points"}},
+      {"axes:\n  - snapkv.budget_tokens: [64]\n", {"policy 'snapkv' is not among this sweep's policies"}},
+      {"axes:\n  - workload.batch: [1]\n  - workload.batch: [2]\n", {"varied by two axes"}},
+      {"axes:\n  - workload.kv_dtype: [bf16, fp4]\n", {"value 'fp4' is not allowed"}},
+      {"pareto:\n  - {x: tpot_s, y: recall_mean}\n", {"needs a trace"}},
+  };
+  for (const auto& [text, parts] : cases) {
+    const std::string m = error_of(std::string(kBase) + text);
+    for (const std::string& part : parts) EXPECT_HAS(m, part);
+  }
+  EXPECT_HAS(error_of("policies: [fulll]\n"), "s.yaml:1: policies[0]: unknown policy 'fulll'");
 }
 
 TEST(SweepSpec, InvalidCombinationsAreInfeasibleRowsNotErrors) {
