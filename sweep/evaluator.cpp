@@ -43,13 +43,21 @@ Evaluator::Evaluator(const SweepSpec& spec, const PointSpace& space) : spec_(&sp
     YAML::Node doc = YAML::Clone(spec.scenario_doc);
     uint64_t fp = base_fingerprint_;
     std::string what;
-    for (size_t g = 0; g < spec.groups.size(); ++g) {
-      for (const Axis& a : spec.groups[g].axes) {
-        if (!is_deployment_field(a.kind)) continue;
-        const std::string& text = a.texts[digit[g]];
-        set_field(doc, a, text);
-        fp = hash_text(a.field + "=" + text, fp);
-        what += (what.empty() ? "" : ", ") + a.field + "=" + text;
+    // Entries first, then keys inside them (hardware: [h100-sxm, h200] with hardware.memory.X).
+    for (const bool keys : {false, true}) {
+      for (size_t g = 0; g < spec.groups.size(); ++g) {
+        for (const Axis& a : spec.groups[g].axes) {
+          if (!is_deployment_field(a.kind) || keys != (a.kind == FieldKind::library_field)) continue;
+          const std::string& text = a.texts[digit[g]];
+          fp = hash_text(a.field + "=" + text, fp);
+          what += (what.empty() ? "" : ", ") + a.field + "=" + text;
+          try {
+            if (keys) set_library_field(doc, a, text);
+            else set_field(doc, a, text);
+          } catch (const InputError& e) {
+            if (c->error.empty()) c->error = "invalid combination (" + what + "): " + e.what();
+          }
+        }
       }
     }
     c->fingerprint = fp;
@@ -57,6 +65,7 @@ Evaluator::Evaluator(const SweepSpec& spec, const PointSpace& space) : spec_(&sp
     o.policies = {"full"};  // the sweep's policies are resolved once, from the base scenario
     o.context = "1";        // context lengths are checked per point against each model
     try {
+      if (!c->error.empty()) throw InputError(c->error);
       c->scenario = load_scenario(doc, spec.scenario_file, o);
       const Scenario& s = c->scenario;
       const Workload& w = s.workload;
@@ -64,7 +73,7 @@ Evaluator::Evaluator(const SweepSpec& spec, const PointSpace& space) : spec_(&sp
                                       w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
       c->valid = true;
     } catch (const InputError& e) {
-      c->error = "invalid combination (" + what + "): " + e.what();
+      if (c->error.empty()) c->error = "invalid combination (" + what + "): " + e.what();
     }
     combos_.push_back(std::move(c));
   }

@@ -94,7 +94,7 @@ struct RawValue {
 
 // What a field allows, and the canonical (number, text) of one value.
 struct Domain {
-  enum Type { integer, real, word, boolean } type = real;
+  enum Type { integer, real, word, boolean, any } type = real;
   Range range = Range::between(-1e300, 1e300);
   std::vector<std::string> words = {};  // word: the allowed words (value = index); integer: extra words
   std::vector<double> word_values = {};  // integer fields with words (batch: max = 0)
@@ -104,6 +104,7 @@ struct Domain {
       case real: return "a number " + range.describe();
       case word: return "one of " + join(words);
       case boolean: return "true or false";
+      case any: return "what the library file allows there";
     }
     return "";
   }
@@ -128,6 +129,7 @@ Domain domain_of(FieldKind k, const ParamSpec* spec) {
       d = {Domain::integer, Range::between(1, 1e9), {"max"}, {0}};
       break;
     case FieldKind::cuda_graphs: case FieldKind::allow_long_context: d.type = Domain::boolean; break;
+    case FieldKind::library_field: d.type = Domain::any; break;
     case FieldKind::policy_param:
       if (!spec->choices.empty()) {
         d.type = Domain::word;
@@ -156,6 +158,13 @@ void add_value(Axis& a, const Domain& d, const RawValue& v, const Where& w) {
   auto bad = [&](const std::string& why) {
     w.fail("value " + shown + " " + why + "; allowed: " + d.describe());
   };
+  if (d.type == Domain::any) {  // a library file's key: its loader checks the value (load_sweep)
+    double x = v.number;
+    const bool numeric = v.is_number || parse_double(v.text, x);
+    a.texts.push_back(numeric ? format_number(x) : v.text);
+    a.numbers.push_back(double(a.numbers.size()));
+    return;
+  }
   if (d.type == Domain::word) {
     if (v.is_number) bad("is a number");
     if (d.words.empty()) {  // a library entry: a name or a path, resolved now so typos fail here
@@ -253,15 +262,21 @@ Axis parse_axis(const std::string& field, const YAML::Node& values, const std::s
   a.line = line_of(values);
   const Where w{file, a.line, where + field};
   const ParamSpec* spec = nullptr;
+  const std::string head = field.substr(0, field.find('.'));
   if (const auto it = scenario_fields().find(field); it != scenario_fields().end()) {
     a.kind = it->second.kind;
+  } else if ((head == "hardware" || head == "host" || head == "model") && field.size() > head.size() + 1) {
+    a.kind = FieldKind::library_field;
+    a.entry = head;
+    a.key = field.substr(head.size() + 1);
   } else {
     const size_t dot = field.find('.');
     const std::string pname = dot == std::string::npos ? field : field.substr(0, dot);
     const Policy* p = dot == std::string::npos || pname == "workload" ? nullptr : find_policy(pname);
     if (!p) {
       w.fail("unknown field '" + field + "'" + suggestion(field, known_field_names()) +
-             "; allowed: hardware, host, model, calibration, workload.FIELD, or POLICY.PARAM (see `kvsim policy show`)");
+             "; allowed: hardware, host, model, calibration, workload.FIELD, POLICY.PARAM (see `kvsim policy show`), "
+             "or hardware.KEY, host.KEY, model.KEY (a key of that library file, e.g. hardware.memory.bandwidth_gbs)");
     }
     const std::string param = field.substr(dot + 1);
     a.kind = FieldKind::policy_param;
@@ -275,7 +290,7 @@ Axis parse_axis(const std::string& field, const YAML::Node& values, const std::s
     }
     spec = &p->params()[size_t(a.param)];
   }
-  const Domain d = domain_of(a.kind, spec);
+  Domain d = domain_of(a.kind, spec);
   std::vector<RawValue> raw;
   if (values.IsSequence()) {
     if (values.size() == 0) w.fail("empty list; give at least one value");
@@ -286,6 +301,7 @@ Axis parse_axis(const std::string& field, const YAML::Node& values, const std::s
   } else if (values.IsMap()) {
     if (d.type == Domain::word || d.type == Domain::boolean)
       w.fail("a range needs a numeric field; allowed: " + d.describe() + " (give a list)");
+    if (d.type == Domain::any) d.type = Domain::real;  // a range of a library key is numeric
     raw = expand_range(values, d, w);
   } else if (values.IsScalar()) {
     raw.push_back({false, 0, values.Scalar()});
@@ -305,7 +321,40 @@ std::string resolve_relative(const std::string& path, const std::string& file) {
   return fs::exists(beside) ? beside.string() : path;
 }
 
+LibraryKind library_kind(const std::string& entry) {
+  return entry == "hardware" ? LibraryKind::hardware : entry == "host" ? LibraryKind::host : LibraryKind::model;
+}
+
+// Loads a library entry as its loader would, to check a changed key.
+void check_entry(const std::string& entry, const YAML::Node& n, const std::string& where) {
+  YamlMap m(n, where, "");
+  if (entry == "hardware") load_gpu(m);
+  else if (entry == "host") load_host(m);
+  else load_model(m);
+}
 }  // namespace
+
+void set_library_field(YAML::Node& doc, const Axis& a, const std::string& text) {
+  const YAML::Node given = YAML::Clone(doc[a.entry]);
+  if (!given.IsDefined() || given.IsNull() || !given.IsMap()) {
+    std::string name;
+    if (given.IsDefined() && given.IsScalar()) {
+      name = given.Scalar();
+    } else if (a.entry == "host") {  // no host given: the GPU's default host, as the scenario loader does
+      const YAML::Node hw = doc["hardware"];
+      name = hw.IsMap() ? hw["default_host"].as<std::string>("")
+                        : load_gpu_file(resolve(LibraryKind::hardware, hw.Scalar(), "", 0, "hardware")).default_host;
+    }
+    doc[a.entry] = YAML::Clone(load_yaml_file(resolve(library_kind(a.entry), name, "", 0, a.entry)));
+  }
+  // Walk to the key's parent mapping. Node copies share the tree, and assigning to an existing Node
+  // variable would overwrite the node it refers to, so each step is a new Node.
+  std::vector<YAML::Node> chain{doc[a.entry]};
+  size_t start = 0;
+  for (size_t dot; (dot = a.key.find('.', start)) != std::string::npos; start = dot + 1)
+    chain.push_back(chain.back()[a.key.substr(start, dot - start)]);
+  chain.back()[a.key.substr(start)] = YAML::Load(text);
+}
 
 SweepSpec load_sweep_file(const std::string& path) { return load_sweep(load_yaml_file(path), path); }
 
@@ -405,6 +454,22 @@ SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
       s.groups.push_back(std::move(g));
     }
   }
+  // Library keys: each value checked by the library's loader on the base scenario's entry.
+  for (const AxisGroup& g : s.groups)
+    for (const Axis& a : g.axes) {
+      if (a.kind != FieldKind::library_field) continue;
+      for (const std::string& text : a.texts) {
+        try {
+          YAML::Node doc = YAML::Clone(s.scenario_doc);
+          set_library_field(doc, a, text);
+          check_entry(a.entry, doc[a.entry], a.entry);
+        } catch (const InputError& e) {
+          throw_input_error(file, a.line, a.field, "value " + text + " is not accepted: " + e.what());
+        } catch (const YAML::Exception& e) {
+          throw_input_error(file, a.line, a.field, "value " + text + " is not accepted: " + e.what());
+        }
+      }
+    }
   // The base scenario's context lengths are an axis of their own unless one is given.
   if (!fields.count("workload.context_tokens")) {
     Axis a;

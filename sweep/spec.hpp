@@ -18,6 +18,7 @@ enum class FieldKind {
   hardware, host, model, calibration,                       // library entries (deployment)
   tensor_parallel, weight_dtype, kv_dtype, hbm_utilization,  // workload fields (deployment)
   prefill_chunk_tokens, cuda_graphs, allow_long_context,
+  library_field,                                             // hardware.KEY, host.KEY, model.KEY (deployment)
   context_tokens, output_tokens, batch,                      // workload fields (per point)
   policy_param                                               // POLICY.PARAM (per point, one policy)
 };
@@ -28,6 +29,7 @@ struct Axis {
   FieldKind kind = FieldKind::context_tokens;
   const Policy* policy = nullptr;    // policy_param only
   int param = -1;                    // index into policy->params()
+  std::string entry, key;            // library_field: "hardware" and "memory.bandwidth_gbs"
   std::vector<double> numbers;       // the value (choices: the word's index; batch max: 0; booleans 0/1)
   std::vector<std::string> texts;    // the value as the results file writes it
   int line = 0;                      // where the axis is in the sweep file
@@ -64,6 +66,11 @@ struct SweepSpec {
   std::optional<TraceSettings> trace;
   std::vector<ParetoSpec> pareto;
 };
+
+// Sets a library-entry field (hardware.memory.bandwidth_gbs) in a scenario document: the entry named
+// there (or the GPU's default host) is loaded as a mapping, inline, and the key set in it, so the
+// library's loader checks the value like any other.
+void set_library_field(YAML::Node& doc, const Axis& a, const std::string& text);
 
 SweepSpec load_sweep_file(const std::string& path);
 SweepSpec load_sweep(const YAML::Node& doc, const std::string& file);

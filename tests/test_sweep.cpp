@@ -363,3 +363,26 @@ TEST(SweepSpec, LibrarySweepsLoad) {
   EXPECT_EQ(PointSpace(load_sweep_file(library_dir() + "/sweeps/budgets.yaml")).size(), 1722u);
   EXPECT_EQ(PointSpace(load_sweep_file(library_dir() + "/sweeps/speed.yaml")).size(), 45568u);
 }
+
+TEST(SweepSpec, LibraryKeysAreAxesCheckedByTheLibraryLoader) {
+  const std::string axes = "axes:\n  - hardware: [h100-sxm, h200]\n  - host.dram.bandwidth_gbs: [200, 400]\n";
+  const SweepSpec s = spec_of(std::string(kBase) + axes);
+  const std::string out = tmp("libkeys.csv");
+  RunOptions o;
+  o.threads = 2;
+  run_sweep(s, out, o);
+  const ResultTable t = read_results(out);
+  ASSERT_EQ(t.rows.size(), 12u);
+  // full keeps its KV in HBM: host DRAM bandwidth changes nothing; the GPU does.
+  const auto f = [&](size_t i) { return split_line(t.rows[i]); };
+  const auto cols = split_line(t.header.substr(0, t.header.size() - 1));
+  const size_t tpot = size_t(std::find(cols.begin(), cols.end(), "tpot_s") - cols.begin());
+  ASSERT_LT(tpot, cols.size());
+  EXPECT_EQ(f(0)[tpot], f(1)[tpot]);
+  EXPECT_NE(f(0)[tpot], f(2)[tpot]);
+  std::string m = error_of(std::string(kBase) + "axes:\n  - hardware.memory.bandwith_gbs: [3000]\n");
+  EXPECT_HAS(m, "s.yaml:10: hardware.memory.bandwith_gbs: value 3000 is not accepted");
+  EXPECT_HAS(m, "did you mean 'bandwidth_gbs'");
+  m = error_of(std::string(kBase) + "axes:\n  - hardware.memory.bandwidth_gbs: [3000, -5]\n");
+  EXPECT_HAS(m, "value -5 is not accepted");
+}
