@@ -156,4 +156,10 @@ TEST(TargetPlanCli, TableShowsRooflineBoundAndBinding) {
   const auto e = test::run_kvsim("plan --target-tpot 30 --min-recall 0.9");
   EXPECT_EQ(e.exit_code, 2) << e.out;
   EXPECT_NE(e.out.find("needs --trace"), std::string::npos) << e.out;
+  const auto k = test::run_kvsim("plan --target-tpot 30 --knob chess.rho_page=0.2,0.1");
+  EXPECT_EQ(k.exit_code, 2) << k.out;
+  EXPECT_NE(k.out.find("--knob: 'chess.rho_page=0.2,0.1': values must ascend"), std::string::npos) << k.out;
+  const auto r2 = test::run_kvsim("plan --target-tpot 30 --knob chess.rho_pag=0.1");
+  EXPECT_EQ(r2.exit_code, 2) << r2.out;
+  EXPECT_NE(r2.out.find("has no parameter 'rho_pag'"), std::string::npos) << r2.out;
 }

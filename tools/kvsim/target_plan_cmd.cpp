@@ -1,10 +1,15 @@
 #include "tools/kvsim/target_plan_cmd.hpp"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "model/atomic_file.hpp"
 #include "model/error.hpp"
+#include "model/policy.hpp"
 #include "model/units.hpp"
 #include "sweep/target_search.hpp"
 #include "traces/replay/replay.hpp"
@@ -17,6 +22,7 @@ struct TargetOptions {
   std::string trace;
   int64_t max_steps = 0;
   bool exhaustive = false;
+  std::vector<std::string> knobs;  // POLICY.PARAM=V1,V2,...
 };
 
 TargetOptions* add_target_options(CLI::App& plan) {
@@ -37,6 +43,9 @@ TargetOptions* add_target_options(CLI::App& plan) {
       ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
   plan.add_option("--trace-memory-limit", t.memory_limit_gib, "GiB the float32 trace may take (default 8)")
       ->check(CLI::PositiveNumber);
+  plan.add_option("--knob", t.knobs,
+                  "POLICY.PARAM=V1,V2,...: search this parameter over these values (ascending: more budget) "
+                  "instead of the policy's default knobs (repeatable; docs/planning.md)");
   plan.add_flag("--exhaustive", t.exhaustive, "evaluate every grid point and batch instead of searching (to check the search)");
   return &t;
 }
@@ -82,14 +91,42 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
   const Deployment bound = make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype,
                                            w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, ideal);
 
-  // Quality: one replay per configuration, cached by the search.
+  // --knob: per policy, the parameters and grids to search instead of the defaults.
+  std::map<const Policy*, std::vector<sweep::Knob>> custom;
+  for (const std::string& k : t.knobs) {
+    const size_t dot = k.find('.'), eq = k.find('=');
+    auto bad = [&](const std::string& why) { throw_input_error("command line", 0, "--knob", "'" + k + "': " + why); };
+    if (dot == std::string::npos || eq == std::string::npos || eq < dot) bad("expected POLICY.PARAM=V1,V2,...");
+    const Policy* p = find_policy(k.substr(0, dot));
+    if (!p) bad("unknown policy '" + k.substr(0, dot) + "'" + suggestion(k.substr(0, dot), policy_names()));
+    const std::string param = k.substr(dot + 1, eq - dot - 1);
+    sweep::Knob knob{p->param_index(param), {}};
+    if (knob.param < 0) bad("policy " + std::string(p->name()) + " has no parameter '" + param + "'");
+    const ParamSpec& spec = p->params()[size_t(knob.param)];
+    std::stringstream values(k.substr(eq + 1));
+    for (std::string v; std::getline(values, v, ',');) {
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0') bad("value '" + v + "' is not a number");
+      if (!spec.range.contains(x) || (spec.integer && x != std::floor(x)))
+        bad("value " + v + " is outside " + param + "'s range " + spec.range.describe() + (spec.integer ? " (integers)" : ""));
+      if (!knob.values.empty() && x <= knob.values.back()) bad("values must ascend (more budget = more quality and cost)");
+      knob.values.push_back(x);
+    }
+    if (knob.values.empty()) bad("give at least one value");
+    custom[p].push_back(std::move(knob));
+  }
+
+  // Quality: one replay per configuration, cached across policies' searches and contexts.
   std::unique_ptr<TraceFile> trace;
   replay::TraceData data;
   if (!t.trace.empty()) {
     trace = TraceFile::open(t.trace);
     data = replay::load_trace_data(*trace, t.memory_limit_gib * kGiB, t.trace);
   }
+  std::map<std::pair<std::string_view, ParamValues>, sweep::QualityValue> replayed;
   const sweep::QualityFn quality = [&](const Policy& p, const ParamValues& v) {
+    if (const auto it = replayed.find({p.name(), v}); it != replayed.end()) return it->second;
     if (!replay::has_selector(p.name()))
       throw_input_error("command line", 0, "--trace", "policy '" + std::string(p.name()) + "' has no trace selector");
     replay::ReplayOptions o;
@@ -99,7 +136,7 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
     const replay::Quality& q = r.policies.front().overall;
     sweep::QualityValue qv{q.recall.mean, std::nullopt};
     if (q.error) qv.error = q.error->mean;
-    return qv;
+    return replayed[{p.name(), v}] = qv;
   };
 
   struct Answer {
@@ -115,7 +152,7 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
       p.roofline = &bound;
       p.policy = pc.policy;
       p.base = pc.params;
-      if (target.has_quality()) p.knobs = sweep::budget_knobs(*pc.policy, ctx);
+      if (target.has_quality()) p.knobs = custom.count(pc.policy) ? custom[pc.policy] : sweep::budget_knobs(*pc.policy, ctx);
       p.context = ctx;
       p.output = w.output_tokens;
       p.target = target;
