@@ -65,8 +65,9 @@ RunStats run_sweep(const SweepSpec& spec, const std::string& out_path, const Run
     ResultFile file(out_path, results_header(spec));
 
     // Quality first: every configuration of a missing point, replayed together.
-    QualityCache quality;
+    QualityCache quality(spec.trace ? *spec.trace : TraceSettings{});
     if (spec.trace) {
+      if (!spec.trace->cache.empty()) quality.use_file(spec.trace->cache);
       const auto t0 = Clock::now();
       std::vector<std::pair<const Policy*, ParamValues>> wanted;
       Coords c;
@@ -76,8 +77,7 @@ RunStats run_sweep(const SweepSpec& spec, const std::string& out_path, const Run
         ev.resolve(c, in);
         if (!file.find(ev.key(in))) wanted.emplace_back(in.policy, in.params);
       }
-      quality.replay(*spec.trace, wanted, st.threads, o.replay_progress);
-      st.replayed = quality.size();
+      st.replayed = quality.replay(wanted, st.threads, o.replay_progress);
       st.replay_seconds = since(t0);
     }
 

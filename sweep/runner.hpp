@@ -27,7 +27,7 @@ struct RunStats {
   uint64_t shard_points = 0;     // in this shard
   uint64_t present = 0;          // already in the results file, skipped
   uint64_t evaluated = 0;        // evaluated and appended by this run
-  uint64_t replayed = 0;         // (policy, parameters) configurations replayed on the trace
+  uint64_t replayed = 0;         // (policy, parameters) configurations replayed on the trace (not from a cache)
   double replay_seconds = 0, evaluate_seconds = 0;  // wall
   int threads = 1;
   bool stopped = false;          // stop_after reached: the file is a prefix, no Pareto file

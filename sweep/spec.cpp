@@ -494,6 +494,7 @@ SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
       t.max_steps = m.integer("max_steps", Range::between(0, 1e15), 0);
       t.topk = int(m.integer("topk", Range::between(1, 1 << 30), 64));
       t.memory_limit_gib = m.number("memory_limit_gib", Range::positive(), 8);
+      t.cache = m.string("cache", "");
       m.finish();
     }
     t.path = resolve_relative(t.path, file);

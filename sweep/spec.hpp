@@ -48,6 +48,7 @@ struct TraceSettings {
   int64_t max_steps = 0;    // decode rows replayed (0 = all)
   int topk = 64;
   double memory_limit_gib = 8;
+  std::string cache;        // an on-disk quality cache (sweep/quality.hpp); "" = none
 };
 
 // A Pareto front: per policy, the rows no other row of that policy beats on both columns.

@@ -386,3 +386,21 @@ TEST(SweepSpec, LibraryKeysAreAxesCheckedByTheLibraryLoader) {
   m = error_of(std::string(kBase) + "axes:\n  - hardware.memory.bandwidth_gbs: [3000, -5]\n");
   EXPECT_HAS(m, "value -5 is not accepted");
 }
+
+TEST(SweepTrace, QualityCacheFileIsReusedAcrossRuns) {
+  const std::string cache = tmp("quality_cache.json");
+  std::string yaml = std::string(kBase) + "axes:\n  - quest.budget_tokens: [64, 512]\ntrace:\n  path: " + tiny_trace() +
+                     "\n  max_steps: 8\n  cache: " + cache + "\n";
+  const std::string policies = "policies: [full, quest, chess]";
+  yaml.replace(yaml.find(policies), policies.size(), "policies: [quest]");
+  const SweepSpec s = spec_of(yaml);
+  const std::string a = tmp("qc_a.csv"), b = tmp("qc_b.csv");
+  RunOptions o;
+  const RunStats first = run_sweep(s, a, o);
+  EXPECT_EQ(first.replayed, 2u);
+  EXPECT_TRUE(std::filesystem::exists(cache));
+  const RunStats second = run_sweep(s, b, o);  // a new results file: every point evaluated again
+  EXPECT_EQ(second.evaluated, first.evaluated);
+  EXPECT_EQ(second.replayed, 0u);              // but every quality comes from the cache file
+  EXPECT_EQ(test::read_text(a), test::read_text(b));
+}

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -11,9 +12,9 @@
 #include "model/error.hpp"
 #include "model/policy.hpp"
 #include "model/units.hpp"
+#include "sweep/quality.hpp"
 #include "sweep/target_search.hpp"
 #include "traces/replay/replay.hpp"
-#include "traces/trace_file.hpp"
 
 namespace kvsim {
 
@@ -23,6 +24,7 @@ struct TargetOptions {
   int64_t max_steps = 0;
   bool exhaustive = false;
   std::vector<std::string> knobs;  // POLICY.PARAM=V1,V2,...
+  std::string quality_cache;
 };
 
 TargetOptions* add_target_options(CLI::App& plan) {
@@ -46,6 +48,8 @@ TargetOptions* add_target_options(CLI::App& plan) {
   plan.add_option("--knob", t.knobs,
                   "POLICY.PARAM=V1,V2,...: search this parameter over these values (ascending: more budget) "
                   "instead of the policy's default knobs (repeatable; docs/planning.md)");
+  plan.add_option("--quality-cache", t.quality_cache,
+                  "JSON file that keeps replayed quality across runs (same trace file and settings)");
   plan.add_flag("--exhaustive", t.exhaustive, "evaluate every grid point and batch instead of searching (to check the search)");
   return &t;
 }
@@ -117,27 +121,26 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
     custom[p].push_back(std::move(knob));
   }
 
-  // Quality: one replay per configuration, cached across policies' searches and contexts.
-  std::unique_ptr<TraceFile> trace;
-  replay::TraceData data;
-  if (!t.trace.empty()) {
-    trace = TraceFile::open(t.trace);
-    data = replay::load_trace_data(*trace, t.memory_limit_gib * kGiB, t.trace);
-  }
-  std::map<std::pair<std::string_view, ParamValues>, sweep::QualityValue> replayed;
+  // Quality: one replay per configuration, cached across policies' searches and contexts (and on disk
+  // with --quality-cache).
+  sweep::TraceSettings ts;
+  ts.path = t.trace;
+  ts.max_steps = t.max_steps;
+  ts.memory_limit_gib = t.memory_limit_gib;
+  sweep::QualityCache cache(ts);
+  if (!t.trace.empty() && !std::filesystem::exists(t.trace))
+    throw_input_error("command line", 0, "--trace", "file '" + t.trace + "' does not exist");
+  if (!t.quality_cache.empty()) cache.use_file(t.quality_cache);
   const sweep::QualityFn quality = [&](const Policy& p, const ParamValues& v) {
-    if (const auto it = replayed.find({p.name(), v}); it != replayed.end()) return it->second;
     if (!replay::has_selector(p.name()))
       throw_input_error("command line", 0, "--trace", "policy '" + std::string(p.name()) + "' has no trace selector");
-    replay::ReplayOptions o;
-    o.max_steps = t.max_steps;
-    o.measure_peak = false;
-    const replay::ReplayResult r = replay::run_replay(data, {{std::string(p.name()), v, std::string(p.name())}}, o);
-    const replay::Quality& q = r.policies.front().overall;
+    cache.replay({{&p, v}}, 0);
+    const replay::Quality& q = *cache.find(&p, v);
     sweep::QualityValue qv{q.recall.mean, std::nullopt};
     if (q.error) qv.error = q.error->mean;
-    return replayed[{p.name(), v}] = qv;
+    return qv;
   };
+  const bool have_trace = !t.trace.empty();
 
   struct Answer {
     int64_t context;
@@ -157,7 +160,7 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
       p.output = w.output_tokens;
       p.target = target;
       TargetAnswer a = t.exhaustive ? sweep::plan_target_brute_force(p, quality) : sweep::plan_target(p, quality);
-      if (a.feasible && !a.quality && trace) a.quality = quality(*pc.policy, a.params);
+      if (a.feasible && !a.quality && have_trace) a.quality = quality(*pc.policy, a.params);
       answers.push_back({ctx, p.knobs, std::move(a)});
     }
   }
@@ -167,7 +170,7 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
                                                 : "throughput >= " + fmt("%g", t.throughput) + " tok/s per GPU (lowest TPOT)") +
       (target.min_recall ? ", recall >= " + fmt("%g", *target.min_recall) : "") +
       (target.max_error ? ", output error <= " + fmt("%g", *target.max_error) : "") +
-      (trace ? " on " + t.trace : "");
+      (have_trace ? " on " + t.trace : "");
   const std::string cal_text =
       "calibration " + s.calibration.name + (s.calibration.calibrated ? "" : " (uncalibrated: ideal efficiencies)") +
       "; (bound) = the ideal roofline: every efficiency 1.0, no gather penalty";
@@ -250,7 +253,7 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
       }
       text += "      slack:   " + slack + "\n";
       text += "      search:  " + std::to_string(a.cost_evaluations) + " cost evaluations, " +
-              std::to_string(a.quality_evaluations) + " replays\n";
+              std::to_string(a.quality_evaluations) + " quality evaluations (replays or cache hits)\n";
     }
   }
   if (out.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
