@@ -53,6 +53,15 @@ std::string tmp(const std::string& name) {
   return p;
 }
 
+// Runs a sweep given as text into a fresh results file on 2 threads and reads it back.
+ResultTable run_into_table(const std::string& yaml, const std::string& name) {
+  const std::string out = tmp(name);
+  RunOptions o;
+  o.threads = 2;
+  run_sweep(spec_of(yaml), out, o);
+  return read_results(out);
+}
+
 // 3 contexts x (full 1 + quest 4 budgets + chess 3x2 zipped/crossed) x 2 batches.
 const std::string kSweep = std::string(kBase) + R"(axes:
   - workload.context_tokens: [8192, 32768, 131072]
@@ -119,12 +128,7 @@ TEST(SweepSpec, BadInputNamesFileLineFieldAndValue) {
 
 TEST(SweepSpec, InvalidCombinationsAreInfeasibleRowsNotErrors) {
   // tensor_parallel 3 does not divide Llama 3.1 8B's heads: those points say why.
-  const SweepSpec s = spec_of(std::string(kBase) + "axes:\n  - workload.tensor_parallel: [1, 3]\n");
-  const std::string out = tmp("combo.csv");
-  RunOptions o;
-  o.threads = 1;
-  run_sweep(s, out, o);
-  const ResultTable t = read_results(out);
+  const ResultTable t = run_into_table(std::string(kBase) + "axes:\n  - workload.tensor_parallel: [1, 3]\n", "combo.csv");
   ASSERT_EQ(t.rows.size(), 6u);
   EXPECT_HAS(t.rows[1], "invalid combination (workload.tensor_parallel=3)");
   EXPECT_HAS(t.rows[0], ",1,,");  // feasible, no reason
@@ -366,12 +370,7 @@ TEST(SweepSpec, LibrarySweepsLoad) {
 
 TEST(SweepSpec, LibraryKeysAreAxesCheckedByTheLibraryLoader) {
   const std::string axes = "axes:\n  - hardware: [h100-sxm, h200]\n  - host.dram.bandwidth_gbs: [200, 400]\n";
-  const SweepSpec s = spec_of(std::string(kBase) + axes);
-  const std::string out = tmp("libkeys.csv");
-  RunOptions o;
-  o.threads = 2;
-  run_sweep(s, out, o);
-  const ResultTable t = read_results(out);
+  const ResultTable t = run_into_table(std::string(kBase) + axes, "libkeys.csv");
   ASSERT_EQ(t.rows.size(), 12u);
   // full keeps its KV in HBM: host DRAM bandwidth changes nothing; the GPU does.
   const auto f = [&](size_t i) { return split_line(t.rows[i]); };
