@@ -67,16 +67,19 @@ Evaluator::Evaluator(const SweepSpec& spec, const PointSpace& space) : spec_(&sp
     try {
       if (!c->error.empty()) throw InputError(c->error);
       c->scenario = load_scenario(doc, spec.scenario_file, o);
-      const Scenario& s = c->scenario;
-      const Workload& w = s.workload;
-      c->deployment = make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype,
-                                      w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
+      c->deployment = scenario_deployment(c->scenario);
       c->valid = true;
     } catch (const InputError& e) {
       if (c->error.empty()) c->error = "invalid combination (" + what + "): " + e.what();
     }
     combos_.push_back(std::move(c));
   }
+}
+
+Deployment scenario_deployment(const Scenario& s) {
+  const Workload& w = s.workload;
+  return make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype, w.hbm_utilization,
+                         w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
 }
 
 void Evaluator::resolve(const Coords& c, PointInputs& in) const {

@@ -19,9 +19,9 @@
 #include "sim/timeline.hpp"
 #include "tools/kvsim/host_probe.hpp"
 #include "tools/kvsim/replay_cmd.hpp"
+#include "tools/kvsim/trace_cmd.hpp"
 #include "tools/kvsim/sweep_cmd.hpp"
 #include "tools/kvsim/target_plan_cmd.hpp"
-#include "tools/kvsim/trace_cmd.hpp"
 
 #ifndef KVSIM_VERSION
 #define KVSIM_VERSION "0.1.0"
@@ -221,10 +221,10 @@ int main(int argc, char** argv) {
   cmd_plan->add_option("--policy", plan.o.policies, "policy name (repeatable; replaces the scenario's list)");
   cmd_plan->add_option("--set", plan.o.sets, "POLICY.PARAM=VALUE (repeatable)");
   plan.target = add_target_options(*cmd_plan);
+  SweepCommand* sweep_cmd = add_sweep_command(app);
 
   TraceCommands* trace_cmds = add_trace_commands(app);
   ReplayCommand* replay_cmd = add_replay_command(app);
-  SweepCommand* sweep_cmd = add_sweep_command(app);
 
   std::string name, fmt = "table";
   auto add_library_cmd = [&](const char* cmd, const char* what) {
@@ -259,9 +259,9 @@ int main(int argc, char** argv) {
 
   try {
     if (cmd_plan->parsed()) return run_plan(plan);
+    if (const int rc = run_sweep_command(*sweep_cmd); rc >= 0) return rc;
     if (const int rc = run_trace_command(*trace_cmds, argc, argv); rc >= 0) return rc;
     if (const int rc = run_replay_command(*replay_cmd); rc >= 0) return rc;
-    if (const int rc = run_sweep_command(*sweep_cmd); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (cmd_probe->parsed()) {
       std::printf("%s", probe_host_yaml(probe_name, probe_seconds).c_str());

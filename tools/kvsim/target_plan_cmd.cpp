@@ -12,6 +12,7 @@
 #include "model/error.hpp"
 #include "model/policy.hpp"
 #include "model/units.hpp"
+#include "sweep/evaluator.hpp"
 #include "sweep/quality.hpp"
 #include "sweep/target_search.hpp"
 #include "traces/replay/replay.hpp"
@@ -89,11 +90,10 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
     throw_input_error("command line", 0, "--format", "value '" + format + "' is not allowed with a target; allowed: table, json");
 
   const Workload& w = s.workload;
-  const Deployment dep = make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype,
-                                         w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
-  const Calibration ideal;
-  const Deployment bound = make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype,
-                                           w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, ideal);
+  const Deployment dep = sweep::scenario_deployment(s);
+  Scenario ideal = s;  // the same deployment with every efficiency 1.0 and no gather penalty
+  ideal.calibration = Calibration{};
+  const Deployment bound = sweep::scenario_deployment(ideal);
 
   // --knob: per policy, the parameters and grids to search instead of the defaults.
   std::map<const Policy*, std::vector<sweep::Knob>> custom;
