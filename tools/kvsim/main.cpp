@@ -22,6 +22,8 @@
 #include "tools/kvsim/study_cmd.hpp"
 #include "tools/kvsim/reproduce_cmd.hpp"
 #include "tools/kvsim/trace_cmd.hpp"
+#include "tools/kvsim/sweep_cmd.hpp"
+#include "tools/kvsim/target_plan_cmd.hpp"
 
 #ifndef KVSIM_VERSION
 #define KVSIM_VERSION "0.1.0"
@@ -45,6 +47,7 @@ struct PlanOptions {
   std::string scenario, format = "table", out, timeline;
   Overrides o;
   std::string hardware, host, model, calibration, context, output, batch;
+  TargetOptions* target = nullptr;  // --target-tpot / --target-throughput (tools/kvsim/target_plan_cmd.cpp)
 };
 
 int run_plan(PlanOptions& p) {
@@ -57,6 +60,7 @@ int run_plan(PlanOptions& p) {
   if (!p.output.empty()) p.o.output = p.output;
   if (!p.batch.empty()) p.o.batch = p.batch;
   const Scenario s = load_scenario_file(p.scenario, p.o);
+  if (target_requested(*p.target)) return run_target_plan(*p.target, s, p.format, p.out);
   const Workload& w = s.workload;
   const Deployment d = make_deployment(s);
   std::vector<PlanResult> results, reference;
@@ -217,6 +221,8 @@ int main(int argc, char** argv) {
   cmd_plan->add_option("--batch", plan.batch, "batch size, or max");
   cmd_plan->add_option("--policy", plan.o.policies, "policy name (repeatable; replaces the scenario's list)");
   cmd_plan->add_option("--set", plan.o.sets, "POLICY.PARAM=VALUE (repeatable)");
+  plan.target = add_target_options(*cmd_plan);
+  SweepCommand* sweep_cmd = add_sweep_command(app);
 
   TraceCommands* trace_cmds = add_trace_commands(app);
   ReplayCommand* replay_cmd = add_replay_command(app);
@@ -256,6 +262,7 @@ int main(int argc, char** argv) {
 
   try {
     if (cmd_plan->parsed()) return run_plan(plan);
+    if (const int rc = run_sweep_command(*sweep_cmd); rc >= 0) return rc;
     if (const int rc = run_trace_command(*trace_cmds, argc, argv); rc >= 0) return rc;
     if (const int rc = run_replay_command(*replay_cmd); rc >= 0) return rc;
     if (const int rc = run_study_command(*study_cmd); rc >= 0) return rc;
