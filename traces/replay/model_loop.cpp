@@ -91,40 +91,47 @@ std::vector<ModelLoopResult> run_model_in_the_loop(const llm::LlamaModel& model,
   if (max_steps > 0) end = std::min(end, t.P + max_steps);
   const int64_t steps = std::max<int64_t>(0, end - t.P);
 
-  llm::LlamaSession full(model);
-  full.set_threads(threads);
-  full.prefill(std::vector<int32_t>(ids.begin(), ids.begin() + t.P));
-  std::vector<std::unique_ptr<TraceSelector>> sels;
-  std::vector<std::unique_ptr<Hook>> hooks;
-  std::vector<llm::LlamaSession> sessions;
-  sessions.reserve(runs.size());
-  for (const PolicyRun& r : runs) {
-    sels.push_back(make_selector(r.policy, r.params));
-    if (!sels.back()) throw std::logic_error("no trace selector for policy " + r.policy);
-    sels.back()->prefill(t);
-    hooks.push_back(std::make_unique<Hook>(*sels.back(), t, c.n_layer, c.n_head_kv));
-    sessions.push_back(full);  // the prefilled cache, copied
-    sessions.back().set_selector(hooks.back().get());
+  // Full attention once: its argmax and NLL per step. Then one policy at a time from a copy of the
+  // prefilled cache, so memory holds two sessions however many policies (a budget sweep has dozens).
+  llm::LlamaSession base(model);
+  base.set_threads(threads);
+  base.prefill(std::vector<int32_t>(ids.begin(), ids.begin() + t.P));
+  std::vector<int> full_argmax;
+  std::vector<double> full_nll;
+  const double units = double(steps) * double(runs.size() + 1);
+  double done = 0;
+  {
+    llm::LlamaSession full = base;
+    for (int64_t p = t.P; p < end; ++p) {
+      const Eigen::VectorXf lf = full.decode_step(ids[size_t(p)]);
+      full_argmax.push_back(argmax(lf));
+      full_nll.push_back(nll(lf, ids[size_t(p + 1)]));
+      if (progress && units > 0) progress(++done / units);
+    }
   }
   std::vector<ModelLoopResult> res(runs.size());
-  for (size_t i = 0; i < runs.size(); ++i) res[i].label = runs[i].label.empty() ? runs[i].policy : runs[i].label;
-  for (int64_t p = t.P; p < end; ++p) {
-    const int32_t next = ids[size_t(p + 1)];
-    const Eigen::VectorXf lf = full.decode_step(ids[size_t(p)]);
-    const int af = argmax(lf);
-    const double nf = nll(lf, next);
-    for (size_t i = 0; i < runs.size(); ++i) {
-      const Eigen::VectorXf lp = sessions[i].decode_step(ids[size_t(p)]);
-      const double np = nll(lp, next);
-      const bool agree = argmax(lp) == af;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const PolicyRun& r = runs[i];
+    res[i].label = r.label.empty() ? r.policy : r.label;
+    auto sel = make_selector(r.policy, r.params);
+    if (!sel) throw std::logic_error("no trace selector for policy " + r.policy);
+    sel->prefill(t);
+    Hook hook(*sel, t, c.n_layer, c.n_head_kv);
+    llm::LlamaSession session = base;  // the prefilled cache, copied
+    session.set_selector(&hook);
+    for (int64_t p = t.P; p < end; ++p) {
+      const size_t k = size_t(p - t.P);
+      const Eigen::VectorXf lp = session.decode_step(ids[size_t(p)]);
+      const double np = nll(lp, ids[size_t(p + 1)]);
+      const bool agree = argmax(lp) == full_argmax[k];
       res[i].agreement += agree;
       if (!agree && res[i].first_disagreement < 0) res[i].first_disagreement = p - t.P;
-      res[i].nll_full += nf;
+      res[i].nll_full += full_nll[k];
       res[i].nll_policy += np;
-      res[i].nll_change += np - nf;
+      res[i].nll_change += np - full_nll[k];
       ++res[i].steps;
+      if (progress && units > 0) progress(++done / units);
     }
-    if (progress && steps > 0) progress(double(p - t.P + 1) / double(steps));
   }
   for (ModelLoopResult& r : res)
     if (r.steps > 0) {
