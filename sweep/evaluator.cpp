@@ -76,11 +76,7 @@ Evaluator::Evaluator(const SweepSpec& spec, const PointSpace& space) : spec_(&sp
   }
 }
 
-Deployment scenario_deployment(const Scenario& s) {
-  const Workload& w = s.workload;
-  return make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype, w.hbm_utilization,
-                         w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
-}
+Deployment scenario_deployment(const Scenario& s) { return make_deployment(s); }  // implementation profile included
 
 void Evaluator::resolve(const Coords& c, PointInputs& in) const {
   const PolicyChoice& pc = spec_->base.policies[c.policy];
