@@ -1,4 +1,4 @@
-// kvsim command line. Subcommands: plan, trace, replay, hardware, host, model, policy, bench.
+// kvsim command line. Subcommands: plan, trace, replay, validate, hardware, host, model, policy, bench.
 // Input errors print one line naming file, line, field, value and what is allowed, and exit 2.
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -20,6 +20,7 @@
 #include "tools/kvsim/host_probe.hpp"
 #include "tools/kvsim/replay_cmd.hpp"
 #include "tools/kvsim/trace_cmd.hpp"
+#include "tools/kvsim/validate_cmd.hpp"
 
 #ifndef KVSIM_VERSION
 #define KVSIM_VERSION "0.1.0"
@@ -219,6 +220,7 @@ int main(int argc, char** argv) {
 
   TraceCommands* trace_cmds = add_trace_commands(app);
   ReplayCommand* replay_cmd = add_replay_command(app);
+  ValidateCommand* validate_cmd = add_validate_command(app);
 
   std::string name, fmt = "table";
   auto add_library_cmd = [&](const char* cmd, const char* what) {
@@ -255,6 +257,7 @@ int main(int argc, char** argv) {
     if (cmd_plan->parsed()) return run_plan(plan);
     if (const int rc = run_trace_command(*trace_cmds, argc, argv); rc >= 0) return rc;
     if (const int rc = run_replay_command(*replay_cmd); rc >= 0) return rc;
+    if (const int rc = run_validate_command(*validate_cmd, argc, argv); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (cmd_probe->parsed()) {
       std::printf("%s", probe_host_yaml(probe_name, probe_seconds).c_str());
