@@ -400,13 +400,14 @@ std::vector<Case> host_cases() {
           cpu_qcivf_build(), cpu_reconstruct()};
 }
 
-Timer cpu_timer() {
-  return [](const std::vector<Instance>& inst, int inner, int samples) {
+Timer cpu_timer(bool wall_clock) {
+  const Clock clock = wall_clock ? Clock::wall : Clock::thread_cpu;
+  return [clock](const std::vector<Instance>& inst, int inner, int samples) {
     std::vector<double> out;
     for (int s = 0; s < samples; ++s)
       out.push_back(parallel_time(int(inst.size()), [&](int i) {
                       for (int k = 0; k < inner; ++k) inst[size_t(i)].run();
-                    }) /
+                    }, clock) /
                     inner);
     return out;
   };

@@ -45,48 +45,74 @@ double x_of(const Case& c, const Phase& ph, Ceiling cl) {
   return 0;
 }
 
-// Times one case at one size: instances built, one warm-up sample that also sizes the samples, then
-// samples until both min_repeats and min_seconds are reached. Fills the measured part of a Point and
-// returns the phase the model sees (the instances' work summed: they run at once).
-Phase measure(const Case& c, double size, const Ceilings& ce, const Timer& timer, const Options& o, Point& p) {
+// One size of one case being measured: its instances (one per thread), the phase the model sees (the
+// instances' work summed: they run at once), the calls per sample, and the samples so far.
+struct Measurement {
+  double size = 0;
   std::vector<Instance> inst;
-  for (int t = 0; t < ce.threads; ++t) inst.push_back(c.make(size, t, o.quick ? 0.0 : o.cold_bytes));
-  Phase ph{c.phase, c.kind, ce.device == "cpu" ? Device::cpu : Device::gpu, ce.unit, {}};
-  ph.run_bytes = inst[0].run_bytes;
-  ph.context_tokens = inst[0].context_tokens;
+  Phase ph;
+  int inner = 1;
+  std::vector<double> samples;
+};
+
+// Builds the instances, warms them up (every replica once: page faults, first touch) and sizes a
+// sample to about sample_seconds.
+Measurement prepare(const Case& c, double size, const Ceilings& ce, const Timer& timer, const Options& o) {
+  Measurement m;
+  m.size = size;
+  for (int t = 0; t < ce.threads; ++t) m.inst.push_back(c.make(size, t, o.quick ? 0.0 : o.cold_bytes));
+  Phase& ph = m.ph;
+  ph = Phase{c.phase, c.kind, ce.device == "cpu" ? Device::cpu : Device::gpu, ce.unit, {}};
+  ph.run_bytes = m.inst[0].run_bytes;
+  ph.context_tokens = m.inst[0].context_tokens;
   ph.batch = 0;
-  for (const Instance& in : inst) {
+  for (const Instance& in : m.inst) {
     ph.work.flops += in.work.flops;
     ph.work.dram_bytes += in.work.dram_bytes;
     ph.work.hbm_bytes += in.work.hbm_bytes;
     ph.work.h2d_bytes += in.work.h2d_bytes;
     ph.batch += in.batch;
   }
-  // Warm-up: every replica once (page faults, first-touch), then one sample of one call sizes `inner`.
-  (void)timer(inst, 1, 1);
-  int inner = 1;
+  (void)timer(m.inst, 1, 1);
   if (!o.quick) {
-    const double t1 = std::max(1e-7, timer(inst, 1, 1)[0]);
-    inner = int(std::clamp(std::ceil(o.sample_seconds / t1), 1.0, 100000.0));
-    (void)timer(inst, inner, 1);
+    const double t1 = std::max(1e-7, timer(m.inst, 1, 1)[0]);
+    m.inner = int(std::clamp(std::ceil(o.sample_seconds / t1), 1.0, 100000.0));
   }
-  std::vector<double> samples;
-  double spent = 0;
-  const int min_samples = o.quick ? 1 : o.min_repeats;
-  while (int(samples.size()) < min_samples || (spent < o.min_seconds && samples.size() < 400)) {
-    const double s = timer(inst, inner, 1)[0];
-    samples.push_back(s);
-    spent += s * inner;
-  }
+  return m;
+}
+
+// Samples every size of a case in `rounds` round-robin rounds, each adding min_repeats / rounds samples
+// and min_seconds / rounds of timed work per size, so each size's median spans the same stretch of
+// time as its neighbours' (load from other processes on a shared machine drifts over seconds).
+void sample_round_robin(std::vector<Measurement>& ms, const Timer& timer, const Options& o) {
+  const int rounds = o.quick ? 1 : 3;
+  const int per_round = o.quick ? 1 : std::max(1, (o.min_repeats + rounds - 1) / rounds);
+  for (int r = 0; r < rounds; ++r)
+    for (Measurement& m : ms) {
+      double spent = 0;
+      int n = 0;
+      while (n < per_round || (spent < o.min_seconds / rounds && n < 150)) {
+        const double s = timer(m.inst, m.inner, 1)[0];
+        m.samples.push_back(s);
+        spent += s * m.inner;
+        ++n;
+      }
+    }
+}
+
+// The measured part of a Point.
+Point measured_point(const Case& c, const Measurement& m, const char* pass) {
+  Point p;
   p.phase = c.phase;
   p.kind = c.kind;
-  p.size = size;
-  p.measured = median(samples);
-  p.spread = samples.size() > 2 ? (quantile(samples, 0.9) - quantile(samples, 0.1)) / p.measured : 0;
-  p.samples = int(samples.size());
-  p.flops = ph.work.flops;
-  p.bytes = ph.work.dram_bytes + ph.work.hbm_bytes + ph.work.h2d_bytes;
-  return ph;
+  p.pass = pass;
+  p.size = m.size;
+  p.measured = median(m.samples);
+  p.spread = m.samples.size() > 2 ? (quantile(m.samples, 0.9) - quantile(m.samples, 0.1)) / p.measured : 0;
+  p.samples = int(m.samples.size());
+  p.flops = m.ph.work.flops;
+  p.bytes = m.ph.work.dram_bytes + m.ph.work.hbm_bytes + m.ph.work.h2d_bytes;
+  return p;
 }
 
 std::string fmt(double v, int digits = 4) {
@@ -188,16 +214,20 @@ Result run(const std::vector<Case>& all, const Ceilings& ce, const Timer& timer,
   m_uncal.calibration = &uncal;
   m_ideal.calibration = &ideal;
 
-  // Fit pass: the grid.
-  std::vector<Point> fit;
+  // Per case: the fit pass over the grid, then at once the held-out pass (the grid again and the sizes
+  // between), so machine load drifts as little as possible between fitting and checking. A case's
+  // points are fitted into its own named curve, so checking it needs only the curves so far.
+  std::vector<Point> fit, held;
+  std::vector<Case> done;
   for (const Case& c : cases) {
     const std::vector<double> sizes = o.quick ? std::vector<double>{c.quick} : c.grid;
-    for (double s : sizes) {
-      Point p;
-      p.pass = "fit";
-      const Phase ph = measure(c, s, ce, timer, o, p);
-      const PhaseTime pu = roofline(ph, m_uncal);
-      p.predicted = pu.seconds;
+    std::vector<Measurement> ms;
+    for (double s : sizes) ms.push_back(prepare(c, s, ce, timer, o));
+    sample_round_robin(ms, timer, o);
+    for (const Measurement& m : ms) {
+      Point p = measured_point(c, m, "fit");
+      const Phase& ph = m.ph;
+      p.predicted = roofline(ph, m_uncal).seconds;
       p.error = (p.predicted - p.measured) / p.measured;
       p.ceiling = ceiling_of(roofline(ph, m_ideal).bound, ce.unit);
       p.x = x_of(c, ph, p.ceiling);
@@ -208,46 +238,49 @@ Result run(const std::vector<Case>& all, const Ceilings& ce, const Timer& timer,
       const double penalty = c.x != CurveVariable::run_bytes && ph.run_bytes > 0 && h > 0
                                  ? ph.run_bytes / (ph.run_bytes + h) : 1.0;
       p.efficiency = std::clamp(raw / penalty, 1e-6, 1.0);
-      std::fprintf(stderr, "kvsim validate: %-22s %-6s size %-9g %10.4g s (%d samples, spread %.0f%%)\n",
-                   c.phase.c_str(), "fit", s, p.measured, p.samples, 100 * p.spread);
+      std::fprintf(stderr, "kvsim validate: %-22s %-7s size %-9g %10.4g s (%d samples, spread %.0f%%)\n",
+                   c.phase.c_str(), "fit", p.size, p.measured, p.samples, 100 * p.spread);
       fit.push_back(p);
     }
+    ms.clear();
+    done.push_back(c);
+    const Calibration so_far = load_calibration(
+        YamlMap(load_yaml_string(calibration_yaml(done, fit, ce, o, uncal), "kvsim validate output"),
+                "kvsim validate output", ""));
+    Machine m_cal = ce.machine;
+    m_cal.calibration = &so_far;
+    std::vector<double> again = sizes;
+    if (!o.quick)
+      for (size_t i = 0; i + 1 < c.grid.size(); ++i) again.push_back(std::round(std::sqrt(c.grid[i] * c.grid[i + 1])));
+    std::sort(again.begin(), again.end());
+    again.erase(std::unique(again.begin(), again.end()), again.end());
+    std::vector<Measurement> hs;
+    for (double s : again) hs.push_back(prepare(c, s, ce, timer, o));
+    sample_round_robin(hs, timer, o);
+    std::vector<Point> mine;
+    for (const Measurement& m : hs) {
+      const bool on_grid = std::find(sizes.begin(), sizes.end(), m.size) != sizes.end();
+      Point p = measured_point(c, m, on_grid ? "repeat" : "between");
+      const Phase& ph = m.ph;
+      p.predicted = roofline(ph, m_uncal).seconds;
+      p.error = (p.predicted - p.measured) / p.measured;
+      p.ceiling = ceiling_of(roofline(ph, m_ideal).bound, ce.unit);
+      p.predicted_calibrated = roofline(ph, m_cal).seconds;
+      p.error_calibrated = (p.predicted_calibrated - p.measured) / p.measured;
+      p.efficiency = roofline(ph, m_ideal).seconds / p.measured;
+      p.x = x_of(c, ph, p.ceiling);
+      std::fprintf(stderr, "kvsim validate: %-22s %-7s size %-9g %10.4g s, calibrated error %+.1f%%\n",
+                   c.phase.c_str(), p.pass.c_str(), p.size, p.measured, 100 * p.error_calibrated);
+      mine.push_back(p);
+    }
+    r.summaries.push_back(summarize(c, mine));
+    held.insert(held.end(), mine.begin(), mine.end());
   }
   r.calibration_yaml = calibration_yaml(cases, fit, ce, o, uncal);
   r.calibration = load_calibration(YamlMap(load_yaml_string(r.calibration_yaml, "kvsim validate output"),
                                            "kvsim validate output", ""));
-  Machine m_cal = ce.machine;
-  m_cal.calibration = &r.calibration;
-
-  // Held-out pass: measured again, independently, at the grid sizes and between them (not fitted).
-  auto evaluate = [&](Point& p, const Phase& ph) {
-    p.predicted = roofline(ph, m_uncal).seconds;
-    p.error = (p.predicted - p.measured) / p.measured;
-    p.ceiling = ceiling_of(roofline(ph, m_ideal).bound, ce.unit);
-    p.predicted_calibrated = roofline(ph, m_cal).seconds;
-    p.error_calibrated = (p.predicted_calibrated - p.measured) / p.measured;
-    p.efficiency = roofline(ph, m_ideal).seconds / p.measured;
-  };
-  for (const Case& c : cases) {
-    std::vector<double> sizes = o.quick ? std::vector<double>{c.quick} : c.grid;
-    if (!o.quick)
-      for (size_t i = 0; i + 1 < c.grid.size(); ++i) sizes.push_back(std::round(std::sqrt(c.grid[i] * c.grid[i + 1])));
-    std::sort(sizes.begin(), sizes.end());
-    std::vector<Point> mine;
-    for (double s : sizes) {
-      Point p;
-      p.pass = std::find(c.grid.begin(), c.grid.end(), s) != c.grid.end() || o.quick ? "repeat" : "between";
-      const Phase ph = measure(c, s, ce, timer, o, p);
-      evaluate(p, ph);
-      p.x = x_of(c, ph, p.ceiling);
-      std::fprintf(stderr, "kvsim validate: %-22s %-7s size %-9g %10.4g s, calibrated error %+.1f%%\n",
-                   c.phase.c_str(), p.pass.c_str(), s, p.measured, 100 * p.error_calibrated);
-      mine.push_back(p);
-    }
-    r.summaries.push_back(summarize(c, mine));
-    r.points.insert(r.points.end(), mine.begin(), mine.end());
-  }
-  r.points.insert(r.points.begin(), fit.begin(), fit.end());
+  r.points = fit;
+  r.points.insert(r.points.end(), held.begin(), held.end());
   return r;
 }
 

@@ -104,8 +104,15 @@ struct Result {
 
 // The host kernels (kernels/reference) as validation cases.
 std::vector<Case> host_cases();
-// The CPU timer: every instance on its own thread at once, wall time of the slowest.
-Timer cpu_timer();
+// The CPU timer: every instance on its own thread at once, the time of the slowest — by each
+// thread's CPU clock (default; robust on a machine shared with other processes) or the wall clock.
+Timer cpu_timer(bool wall_clock = false);
+// The host's DRAM bandwidth (STREAM triad, 4 MiB arrays cycled through cold_bytes) and fp32 FLOP/s
+// (Eigen SGEMM 256^3), `threads` instances at once, timed by `timer` exactly like the kernels (median).
+struct HostCeilingsMeasured {
+  double dram_bandwidth = 0, fp32 = 0;
+};
+HostCeilingsMeasured measure_host_ceilings(int threads, const Timer& timer, const Options& o);
 // The simple CUDA kernels (empty without CUDA built in) and the CUDA-event timer (one instance).
 std::vector<Case> cuda_cases();
 Timer cuda_timer();

@@ -81,6 +81,8 @@ std::string cpu_model() {
 }
 }  // namespace
 
+std::string host_cpu_model() { return cpu_model(); }
+
 HostMeasurement measure_host(double seconds, size_t triad_array_bytes) {
   HostMeasurement h;
   h.threads = int(std::max(1u, std::thread::hardware_concurrency()));

@@ -15,6 +15,8 @@ struct HostMeasurement {
   std::string cpu;
 };
 // `seconds` bounds each measurement; the triad arrays are `triad_array_bytes` each (far above the LLC).
+// The CPU's model name from /proc/cpuinfo.
+std::string host_cpu_model();
 HostMeasurement measure_host(double seconds, size_t triad_array_bytes = size_t(512) << 20);
 
 // `name` goes into the profile; `seconds` bounds the time spent per measurement.
