@@ -257,23 +257,26 @@ Case cpu_dedup() {
 
 Case staging_gather() {
   Case c{"staging_gather", true, PhaseKind::gather, CurveVariable::run_bytes,
-         "gather_runs (runs of contiguous KV rows into a staging buffer, 4 MiB per thread from 16 MiB)",
-         {512, 2048, 8192, 32768, 131072}, 2048, nullptr};
+         "gather_runs (runs of run_bytes into a staging buffer, 4 MiB per thread from 16 MiB, rows of 64 B)",
+         {64, 256, 1024, 4096, 32768, 131072}, 1024, nullptr};
   c.make = [](double s, int t, double cold) {
-    const int64_t rows_per_run = std::max<int64_t>(1, int64_t(s / kRow));
-    const int64_t src_rows = (int64_t(16) << 20) / int64_t(kRow), total_rows = src_rows / 4;
+    // Rows of one cache line, so runs can be as short as a bf16 token's key row of a small head or shorter.
+    const int64_t row = 16;
+    const double row_bytes = row * 4.0;
+    const int64_t rows_per_run = std::max<int64_t>(1, int64_t(s / row_bytes));
+    const int64_t src_rows = (int64_t(16) << 20) / int64_t(row_bytes), total_rows = src_rows / 4;
     const int64_t runs = std::max<int64_t>(1, total_rows / rows_per_run);
-    Instance in = cycled(double(src_rows + total_rows) * kRow, cold, uint32_t(t), [=](uint32_t seed) {
-      auto src = random_vec(size_t(src_rows) * D, seed);
-      auto dst = std::make_shared<Vec>(size_t(runs * rows_per_run) * D);
+    Instance in = cycled(double(src_rows + total_rows) * row_bytes, cold, uint32_t(t), [=](uint32_t seed) {
+      auto src = random_vec(size_t(src_rows * row), seed);
+      auto dst = std::make_shared<Vec>(size_t(runs * rows_per_run * row));
       // Non-overlapping runs at random aligned slots, in random order.
       Ids slots = random_ids(src_rows / rows_per_run, runs, seed);
       auto starts = std::make_shared<Ids>(), lens = std::make_shared<Ids>(size_t(runs), int32_t(rows_per_run));
       for (int32_t sl : slots) starts->push_back(int32_t(sl * rows_per_run));
-      return [=] { (void)ref::gather_runs(src->data(), src_rows, D, *starts, *lens, dst->data()); };
+      return [=] { (void)ref::gather_runs(src->data(), src_rows, row, *starts, *lens, dst->data()); };
     });
-    in.work.dram_bytes = 2.0 * double(runs * rows_per_run) * kRow;  // read and write, as blocks::gather
-    in.run_bytes = double(rows_per_run) * kRow;
+    in.work.dram_bytes = 2.0 * double(runs * rows_per_run) * row_bytes;  // read and write, as blocks::gather
+    in.run_bytes = double(rows_per_run) * row_bytes;
     return in;
   };
   return c;
