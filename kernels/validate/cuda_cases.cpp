@@ -32,28 +32,17 @@ std::shared_ptr<DBuf<float>> device_random(size_t n, uint32_t seed) {
   return std::make_shared<DBuf<float>>(h);
 }
 
-// As host_cases.cpp's cycled(): enough replicas that each run finds its inputs outside the L2.
-Instance cycled(double replica_bytes, double cold_bytes, const std::function<std::function<void()>(uint32_t)>& build) {
-  const int copies = int(std::clamp(std::ceil(cold_bytes / std::max(replica_bytes, 1.0)), 1.0, 64.0));
-  auto fns = std::make_shared<std::vector<std::function<void()>>>();
-  for (int c = 0; c < copies; ++c) fns->push_back(build(uint32_t(c)));
-  auto next = std::make_shared<size_t>(0);
-  Instance in;
-  in.run = [fns, next] { (*fns)[(*next)++ % fns->size()](); };
-  return in;
-}
-
 Case cuda_decode_attention() {
   Case c{"cuda_decode_attention", false, PhaseKind::attention, CurveVariable::context_tokens,
          "cuda::decode_attention (one block per query row, GQA group 4)", {4096, 16384, 65536, 262144}, 4096, nullptr};
   c.make = [](double s, int, double cold) {
     const int64_t n = int64_t(s);
-    Instance in = cycled(2.0 * n * kRow, cold, [=](uint32_t seed) {
+    Instance in = cycled(2.0 * n * kRow, cold, 0, [=](uint32_t seed) {
       auto K = device_random(size_t(n) * D, seed), V = device_random(size_t(n) * D, seed + 1);
       auto Q = device_random(G * D, seed + 2);
       auto out = std::make_shared<DBuf<float>>(size_t(G) * D), lse = std::make_shared<DBuf<float>>(size_t(G));
       return [=] { ref::cuda::decode_attention(Q->get(), G, K->get(), V->get(), n, D, kScale, out->get(), lse->get()); };
-    });
+    }, 64);
     in.work.flops = G * double(n) * (4 * D + 5);
     in.work.hbm_bytes = 2.0 * double(n) * kRow;
     in.context_tokens = double(n);
@@ -69,7 +58,7 @@ Case cuda_gather() {
   c.make = [](double s, int, double cold) {
     const int64_t row = std::max<int64_t>(1, int64_t(s / 4)), total = (int64_t(64) << 20) / 4;
     const int64_t m = total / row, src_rows = 4 * m;
-    Instance in = cycled(double(src_rows + m) * row * 4, cold, [=](uint32_t seed) {
+    Instance in = cycled(double(src_rows + m) * row * 4, cold, 0, [=](uint32_t seed) {
       auto src = device_random(size_t(src_rows * row), seed);
       std::vector<int32_t> idx(static_cast<size_t>(src_rows));
       std::iota(idx.begin(), idx.end(), 0);
@@ -78,7 +67,7 @@ Case cuda_gather() {
       auto didx = std::make_shared<DBuf<int32_t>>(idx);
       auto dst = std::make_shared<DBuf<float>>(size_t(m * row));
       return [=] { ref::cuda::gather_rows(src->get(), row, didx->get(), m, dst->get()); };
-    });
+    }, 64);
     in.work.hbm_bytes = 2.0 * double(m * row) * 4;
     in.run_bytes = double(row) * 4;
     return in;
@@ -91,11 +80,11 @@ Case cuda_score() {
          {65536, 262144, 1048576}, 65536, nullptr};
   c.make = [](double s, int, double cold) {
     const int64_t n = int64_t(s);
-    Instance in = cycled(double(n) * kRow, cold, [=](uint32_t seed) {
+    Instance in = cycled(double(n) * kRow, cold, 0, [=](uint32_t seed) {
       auto M = device_random(size_t(n) * D, seed), Q = device_random(G * D, seed + 1);
       auto S = std::make_shared<DBuf<float>>(size_t(G) * n);
       return [=] { ref::cuda::score_gemm(Q->get(), G, M->get(), n, D, S->get(), false, kScale); };
-    });
+    }, 64);
     in.work.flops = G * double(n) * (2 * D + 2);
     in.work.hbm_bytes = double(n) * kRow + G * double(n) * 4;
     return in;
@@ -108,14 +97,14 @@ Case cuda_page_means() {
          "cuda::segment_weighted_mean (pages of 16, unweighted)", {65536, 262144, 1048576}, 65536, nullptr};
   c.make = [](double s, int, double cold) {
     const int64_t n = int64_t(s), P = n / 16;
-    Instance in = cycled(double(n) * kRow, cold, [=](uint32_t seed) {
+    Instance in = cycled(double(n) * kRow, cold, 0, [=](uint32_t seed) {
       auto X = device_random(size_t(n) * D, seed);
       std::vector<int32_t> st(static_cast<size_t>(P));
       for (int64_t p = 0; p < P; ++p) st[size_t(p)] = int32_t(p * 16);
       auto dst = std::make_shared<DBuf<int32_t>>(st);
       auto out = std::make_shared<DBuf<float>>(size_t(P) * D);
       return [=] { ref::cuda::segment_weighted_mean(X->get(), nullptr, n, D, dst->get(), P, out->get()); };
-    });
+    }, 64);
     in.work.flops = double(n) * D;
     in.work.hbm_bytes = double(n) * kRow * (1 + 1.0 / 16);
     return in;

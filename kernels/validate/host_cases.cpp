@@ -39,20 +39,6 @@ Ids random_ids(int64_t n, int64_t k, uint32_t seed) {
   return all;
 }
 
-// An instance whose inputs are `copies` independent replicas (each `replica_bytes` of inputs), run in
-// turn so each run finds its inputs evicted from the caches — as a decode step finds each layer's KV.
-// build(seed) makes one replica and returns the call that runs the kernel on it.
-Instance cycled(double replica_bytes, double cold_bytes, uint32_t seed,
-                const std::function<std::function<void()>(uint32_t)>& build) {
-  const int copies = int(std::clamp(std::ceil(cold_bytes / std::max(replica_bytes, 1.0)), 1.0, 256.0));
-  auto fns = std::make_shared<std::vector<std::function<void()>>>();
-  for (int c = 0; c < copies; ++c) fns->push_back(build(seed * 1000u + uint32_t(c)));
-  auto next = std::make_shared<size_t>(0);
-  Instance in;
-  in.run = [fns, next] { (*fns)[(*next)++ % fns->size()](); };
-  return in;
-}
-
 Case cpu_attention() {
   Case c{"cpu_attention", false, PhaseKind::host_kernel, CurveVariable::bytes,
          "gqa_gather_attention (CTKVR's CPU sparse attention over the chosen tokens)", {512, 2048, 8192, 32768},

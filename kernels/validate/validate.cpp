@@ -85,7 +85,7 @@ Measurement prepare(const Case& c, double size, const Ceilings& ce, const Timer&
 // and min_seconds / rounds of timed work per size, so each size's median spans the same stretch of
 // time as its neighbours' (load from other processes on a shared machine drifts over seconds).
 void sample_round_robin(std::vector<Measurement>& ms, const Timer& timer, const Options& o) {
-  const int rounds = o.quick ? 1 : 3;
+  const int rounds = o.quick ? 1 : 5;
   const int per_round = o.quick ? 1 : std::max(1, (o.min_repeats + rounds - 1) / rounds);
   for (int r = 0; r < rounds; ++r)
     for (Measurement& m : ms) {
@@ -202,6 +202,18 @@ Summary summarize(const Case& c, const std::vector<Point>& pts) {
 }
 }  // namespace
 
+Instance cycled(double replica_bytes, double cold_bytes, uint32_t seed,
+                const std::function<std::function<void()>(uint32_t)>& build, int max_copies) {
+  const int copies =
+      int(std::clamp(std::ceil(cold_bytes / std::max(replica_bytes, 1.0)), 1.0, double(std::max(1, max_copies))));
+  auto fns = std::make_shared<std::vector<std::function<void()>>>();
+  for (int c = 0; c < copies; ++c) fns->push_back(build(seed * 1000u + uint32_t(c)));
+  auto next = std::make_shared<size_t>(0);
+  Instance in;
+  in.run = [fns, next] { (*fns)[(*next)++ % fns->size()](); };
+  return in;
+}
+
 Result run(const std::vector<Case>& all, const Ceilings& ce, const Timer& timer, const Options& o,
            const Calibration& uncal) {
   Result r;
@@ -214,17 +226,28 @@ Result run(const std::vector<Case>& all, const Ceilings& ce, const Timer& timer,
   m_uncal.calibration = &uncal;
   m_ideal.calibration = &ideal;
 
-  // Per case: the fit pass over the grid, then at once the held-out pass (the grid again and the sizes
-  // between), so machine load drifts as little as possible between fitting and checking. A case's
-  // points are fitted into its own named curve, so checking it needs only the curves so far.
+  // Per case: the fit points over the grid and the held-out points (the grid again with fresh inputs,
+  // and the sizes between), sampled together. A case's fit points go into its own named curve, so
+  // checking it needs only the curves so far.
   std::vector<Point> fit, held;
   std::vector<Case> done;
   for (const Case& c : cases) {
     const std::vector<double> sizes = o.quick ? std::vector<double>{c.quick} : c.grid;
-    std::vector<Measurement> ms;
-    for (double s : sizes) ms.push_back(prepare(c, s, ce, timer, o));
-    sample_round_robin(ms, timer, o);
-    for (const Measurement& m : ms) {
+    std::vector<double> again = sizes;
+    if (!o.quick)
+      for (size_t i = 0; i + 1 < c.grid.size(); ++i) again.push_back(std::round(std::sqrt(c.grid[i] * c.grid[i + 1])));
+    std::sort(again.begin(), again.end());
+    again.erase(std::unique(again.begin(), again.end()), again.end());
+    // Fit and held-out instances are separate (their own inputs, their own samples) but sampled in the
+    // same round-robin rounds, so both see the same stretch of machine load.
+    std::vector<Measurement> all;
+    for (double s : sizes) all.push_back(prepare(c, s, ce, timer, o));
+    for (double s : again) all.push_back(prepare(c, s, ce, timer, o));
+    sample_round_robin(all, timer, o);
+    const std::vector<Measurement> hs(std::make_move_iterator(all.begin() + long(sizes.size())),
+                                      std::make_move_iterator(all.end()));
+    all.resize(sizes.size());
+    for (const Measurement& m : all) {
       Point p = measured_point(c, m, "fit");
       const Phase& ph = m.ph;
       p.predicted = roofline(ph, m_uncal).seconds;
@@ -242,21 +265,12 @@ Result run(const std::vector<Case>& all, const Ceilings& ce, const Timer& timer,
                    c.phase.c_str(), "fit", p.size, p.measured, p.samples, 100 * p.spread);
       fit.push_back(p);
     }
-    ms.clear();
     done.push_back(c);
     const Calibration so_far = load_calibration(
         YamlMap(load_yaml_string(calibration_yaml(done, fit, ce, o, uncal), "kvsim validate output"),
                 "kvsim validate output", ""));
     Machine m_cal = ce.machine;
     m_cal.calibration = &so_far;
-    std::vector<double> again = sizes;
-    if (!o.quick)
-      for (size_t i = 0; i + 1 < c.grid.size(); ++i) again.push_back(std::round(std::sqrt(c.grid[i] * c.grid[i + 1])));
-    std::sort(again.begin(), again.end());
-    again.erase(std::unique(again.begin(), again.end()), again.end());
-    std::vector<Measurement> hs;
-    for (double s : again) hs.push_back(prepare(c, s, ce, timer, o));
-    sample_round_robin(hs, timer, o);
     std::vector<Point> mine;
     for (const Measurement& m : hs) {
       const bool on_grid = std::find(sizes.begin(), sizes.end(), m.size) != sizes.end();

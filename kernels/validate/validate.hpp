@@ -6,6 +6,7 @@
 // curves, calibration.hpp), and the calibrated prediction is checked again on a second, independent
 // measurement that also includes sizes between the fitted ones (held out).
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,13 @@ struct Instance {
   double context_tokens = 0;
   double batch = 1;
 };
+
+// An instance whose inputs are `copies` independent replicas (each `replica_bytes` of inputs, enough
+// of them to fill cold_bytes, at most max_copies), run in turn so each run finds its inputs evicted
+// from the caches — as a decode step finds each layer's KV. build(seed) makes one replica and
+// returns the call that runs the kernel on it. Work and shape are the caller's to fill in.
+Instance cycled(double replica_bytes, double cold_bytes, uint32_t seed,
+                const std::function<std::function<void()>(uint32_t)>& build, int max_copies = 256);
 
 // A kernel case: which model phase it is (name, kind), which shape variable its efficiency curve is
 // measured against, the grid of its size parameter, and how to build an instance at a size.
