@@ -1,5 +1,8 @@
 #include "model/calibration.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <vector>
 
 namespace kvsim {
@@ -8,8 +11,79 @@ Calibration::Calibration() {
   for (auto& e : per_kind) e.of.fill(1.0);
 }
 
+double EfficiencyCurve::at(double x, bool* outside) const {
+  const bool below = x < points.front().first, above = x > points.back().first;
+  if (outside) *outside = below || above;
+  if (below || !(x > 0)) return points.front().second;
+  if (above) return points.back().second;
+  auto hi = std::lower_bound(points.begin(), points.end(), x,
+                             [](const std::pair<double, double>& p, double v) { return p.first < v; });
+  if (hi->first == x || hi == points.begin()) return hi->second;
+  auto lo = hi - 1;
+  const double t = std::log(x / lo->first) / std::log(hi->first / lo->first);
+  return lo->second + t * (hi->second - lo->second);
+}
+
+const EfficiencyCurve* Calibration::curve_for(const Phase& p, Ceiling c) const {
+  const EfficiencyCurve* kind_curve = nullptr;
+  for (const auto& cv : curves) {
+    if (cv.kind != p.kind || cv.ceiling != c) continue;
+    if (!cv.phase.empty() && cv.phase == p.name) return &cv;
+    if (cv.phase.empty() && !kind_curve) kind_curve = &cv;
+  }
+  return kind_curve;
+}
+
+double phase_bytes_on(const Phase& p, Ceiling c) {
+  const Work& w = p.work;
+  double b = 0;
+  switch (c) {
+    case Ceiling::hbm: b = w.hbm_bytes; break;
+    case Ceiling::dram: b = w.dram_bytes; break;
+    case Ceiling::h2d: b = w.h2d_bytes; break;
+    case Ceiling::d2h: b = w.d2h_bytes; break;
+    case Ceiling::link: b = w.link_bytes; break;
+    default: b = w.hbm_bytes + w.dram_bytes; break;
+  }
+  return p.repeat > 0 ? b / p.repeat : b;
+}
+
+double Calibration::efficiency(const Phase& p, Ceiling c, double bytes_per_instance) const {
+  const EfficiencyCurve* cv = curve_for(p, c);
+  if (!cv) return efficiency(p.kind, c, p.run_bytes);
+  double x = 0;
+  switch (cv->x) {
+    case CurveVariable::run_bytes: x = p.run_bytes; break;
+    case CurveVariable::bytes: x = bytes_per_instance; break;
+    case CurveVariable::context_tokens: x = p.context_tokens; break;
+    case CurveVariable::batch: x = p.batch; break;
+    case CurveVariable::count: break;
+  }
+  bool outside = false;
+  const double e = cv->at(x, &outside);
+  if (outside && !cv->warned->exchange(true)) {
+    std::fprintf(stderr,
+                 "kvsim: warning: calibration '%s': the %s efficiency of %s phases%s%s was measured for %s in "
+                 "[%g, %g]; phase '%s' has %s = %g, so the end value %g is used (extrapolated, not measured)\n",
+                 name.c_str(), std::string(kCeilingNames[size_t(c)]).c_str(), std::string(to_string(p.kind)).c_str(),
+                 cv->phase.empty() ? "" : " named ", cv->phase.c_str(),
+                 std::string(kCurveVariableNames[size_t(cv->x)]).c_str(), cv->points.front().first,
+                 cv->points.back().first, std::string(p.name).c_str(),
+                 std::string(kCurveVariableNames[size_t(cv->x)]).c_str(), x, e);
+  }
+  // A run_bytes curve measured the run-length cost itself; any other curve keeps the gather penalty.
+  if (cv->x == CurveVariable::run_bytes) return e;
+  const double h = half_run_bytes[size_t(c)];
+  return p.run_bytes > 0 && h > 0 ? e * p.run_bytes / (p.run_bytes + h) : e;
+}
+
 namespace {
 std::vector<std::string> names_of(auto const& arr) { return {arr.begin(), arr.end()}; }
+
+template <class E, size_t N>
+E enum_of(const std::array<std::string_view, N>& names, const std::string& s) {
+  return E(std::find(names.begin(), names.end(), s) - names.begin());
+}
 
 // Reads any ceilings present in `m` into `e` (absent ones keep their current value).
 void read_efficiency(YamlMap m, Efficiency& e) {
@@ -18,6 +92,31 @@ void read_efficiency(YamlMap m, Efficiency& e) {
     e.of[i] = m.number(key, Range{0, 1, true}, e.of[i]);
   }
   m.finish();
+}
+
+// One entry of `curves`: kind, optional phase, ceiling, x, points [[x, eff], ...], optional source.
+EfficiencyCurve read_curve(YamlMap m) {
+  EfficiencyCurve cv;
+  cv.kind = enum_of<PhaseKind>(kPhaseKindNames, m.choice("kind", names_of(kPhaseKindNames)));
+  cv.phase = m.string("phase", "");
+  cv.ceiling = enum_of<Ceiling>(kCeilingNames, m.choice("ceiling", names_of(kCeilingNames)));
+  cv.x = enum_of<CurveVariable>(kCurveVariableNames, m.choice("x", names_of(kCurveVariableNames)));
+  cv.source = m.string("source", "");
+  const YAML::Node pts = m.node("points");
+  if (!pts || !pts.IsSequence() || pts.size() == 0)
+    m.fail("points", "must be a non-empty list of [x, efficiency] pairs");
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const std::string key = "points[" + std::to_string(i) + "]";
+    if (!pts[i].IsSequence() || pts[i].size() != 2) m.fail(key, "must be a pair [x, efficiency]");
+    const double x = m.parse_number(pts[i][0], key + ".x", Range::positive());
+    const double e = m.parse_number(pts[i][1], key + ".efficiency", Range{0, 1, true});
+    if (!cv.points.empty() && x <= cv.points.back().first)
+      m.fail(key, "x = " + format_number(x) + " must be greater than the previous point's x = " +
+                      format_number(cv.points.back().first) + " (points sorted by x, each x once)");
+    cv.points.emplace_back(x, e);
+  }
+  m.finish();
+  return cv;
 }
 }  // namespace
 
@@ -53,8 +152,26 @@ Calibration load_calibration(YamlMap m) {
   } else {
     m.node("gather_half_run_bytes");
   }
+  if (m.has("curves")) {
+    const YAML::Node list = m.node("curves");
+    if (!list.IsSequence()) m.fail("curves", "must be a list of curves (kind, ceiling, x, points)");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string key = "curves[" + std::to_string(i) + "]";
+      if (!list[i].IsMap()) m.fail(key, "must be a mapping with kind, ceiling, x and points");
+      c.curves.push_back(read_curve(YamlMap(list[i], m.file(), m.field(key))));
+      const EfficiencyCurve& cv = c.curves.back();
+      for (size_t j = 0; j + 1 < c.curves.size(); ++j)
+        if (c.curves[j].kind == cv.kind && c.curves[j].phase == cv.phase && c.curves[j].ceiling == cv.ceiling)
+          m.fail(key, "a second curve for kind " + std::string(to_string(cv.kind)) +
+                          (cv.phase.empty() ? "" : ", phase " + cv.phase) + ", ceiling " +
+                          std::string(kCeilingNames[size_t(cv.ceiling)]) + " (the first is curves[" +
+                          std::to_string(j) + "])");
+    }
+  } else {
+    m.node("curves");
+  }
   m.finish();
-  c.calibrated = false;
+  c.calibrated = !c.curves.empty();
   for (const auto& e : c.per_kind)
     for (double v : e.of) c.calibrated |= (v != 1.0);
   return c;

@@ -1,9 +1,19 @@
 // Efficiencies: the fraction of each hardware ceiling a kind of kernel reaches. They come from files
 // (scenarios/calibration/*.yaml) written by `kvsim validate` from measured kernels — never fitted to
 // published end-to-end results. `roofline.yaml` (all 1.0) is the uncalibrated bound.
+//
+// An efficiency is a constant per (phase kind, ceiling), or — where it depends on shape — a measured
+// curve: efficiency against one shape variable (a gather's contiguous run length, an attention's
+// context length or batch, a copy's size) as (x, efficiency) points. Between points the planner
+// interpolates linearly in log x; outside the measured range it uses the nearest end value and warns
+// once per curve on stderr, because that number was not measured.
 #pragma once
 #include <array>
+#include <atomic>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/phase.hpp"
 #include "model/yaml_reader.hpp"
@@ -20,28 +30,66 @@ struct Efficiency {
   double operator[](Ceiling c) const { return of[size_t(c)]; }
 };
 
+// The shape variable a curve is measured against (the YAML field `x`).
+enum class CurveVariable {
+  run_bytes,       // Phase::run_bytes: contiguous bytes per run of a gather
+  bytes,           // the phase's bytes per instance (per layer) on the curve's ceiling; for a compute
+                   // ceiling, all its memory bytes per instance
+  context_tokens,  // Phase::context_tokens: tokens each sequence attends to
+  batch,           // Phase::batch: sequences in the step
+  count
+};
+inline constexpr std::array<std::string_view, size_t(CurveVariable::count)> kCurveVariableNames = {
+    "run_bytes", "bytes", "context_tokens", "batch"};
+
+struct EfficiencyCurve {
+  PhaseKind kind = PhaseKind::gemm;
+  std::string phase;  // only phases of this name (a policy's phase name); empty = every phase of `kind`
+  Ceiling ceiling = Ceiling::dram;
+  CurveVariable x = CurveVariable::bytes;
+  std::vector<std::pair<double, double>> points;  // (x > 0, efficiency in (0, 1]), x strictly increasing
+  std::string source;                             // the `source` field: how the points were measured
+  // Set the first time a lookup falls outside [points.front().x, points.back().x] (shared by copies).
+  std::shared_ptr<std::atomic<bool>> warned = std::make_shared<std::atomic<bool>>(false);
+
+  // Log-x linear interpolation; the end value outside the range. *outside says whether x was outside.
+  double at(double x, bool* outside = nullptr) const;
+};
+
 struct Calibration {
   std::string name = "roofline";
   std::string description = "uncalibrated: every efficiency 1.0 (the roofline bound)";
-  bool calibrated = false;  // false when every efficiency is the ideal 1.0
+  bool calibrated = false;  // false when every efficiency is the ideal 1.0 and there is no curve
   std::array<Efficiency, size_t(PhaseKind::count)> per_kind;  // defaults merged with overrides
   // Gather granularity: a gather whose contiguous runs are `run` bytes long reaches
   //   run / (run + half_run[c])
   // of ceiling c's efficiency (half of it at run = half_run). It models the fixed cost per run — a
   // DRAM burst and row activation, a PCIe transaction header and request round trip — that a
-  // streaming access amortizes and a token-granular gather does not. 0 = no penalty.
+  // streaming access amortizes and a token-granular gather does not. 0 = no penalty. A measured
+  // run_bytes curve for the phase replaces this estimate.
   std::array<double, size_t(Ceiling::count)> half_run_bytes{};
+  std::vector<EfficiencyCurve> curves;
 
   Calibration();  // all 1.0
   const Efficiency& operator[](PhaseKind k) const { return per_kind[size_t(k)]; }
-  // Efficiency of ceiling c for a phase of kind k whose gathers have runs of `run_bytes` (0 = none).
+  // Efficiency of ceiling c for a phase of kind k whose gathers have runs of `run_bytes` (0 = none);
+  // constants only (no phase to look curves up by).
   double efficiency(PhaseKind k, Ceiling c, double run_bytes) const {
     const double e = per_kind[size_t(k)][c];
     const double h = half_run_bytes[size_t(c)];
     return run_bytes > 0 && h > 0 ? e * run_bytes / (run_bytes + h) : e;
   }
+  // Efficiency of ceiling c for phase p: the curve for p's name and kind, else the curve for p's kind,
+  // else the constant with the gather penalty. `bytes_per_instance` is the x of a `bytes` curve.
+  double efficiency(const Phase& p, Ceiling c, double bytes_per_instance) const;
+  // The curve that applies to phase p on ceiling c, or nullptr.
+  const EfficiencyCurve* curve_for(const Phase& p, Ceiling c) const;
 };
 
 Calibration load_calibration(YamlMap m);
+
+// A phase's bytes per instance on ceiling c (the x of a `bytes` curve): that tier's bytes, or for a
+// compute ceiling all memory bytes, divided by the phase's repeat.
+double phase_bytes_on(const Phase& p, Ceiling c);
 
 }  // namespace kvsim

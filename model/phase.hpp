@@ -98,6 +98,10 @@ struct Phase {
   // projection waits for every policy phase not marked `detached`.
   std::array<int8_t, 3> after{-1, -1, -1};
   bool detached = false;  // nothing waits for it inside the layer (an asynchronous update)
+  // The step's shape, set by the planner on every phase (0 = not known): the tokens each sequence
+  // attends to and the sequences in the step. Efficiency curves may be measured against them.
+  double context_tokens = 0;
+  double batch = 0;
 };
 
 }  // namespace kvsim

@@ -89,6 +89,9 @@ void decode_phase_lists(const Deployment& d, const Policy& pol, const ParamValue
                         PhaseList& policy_phases, PhaseList& dense_phases) {
   pol.decode_attention(d, params, shape, policy_phases);
   add_decode_dense_phases(d, shape.batch, dense_phases);
+  // The step's shape on every phase, for efficiency curves measured against context or batch.
+  for (PhaseList* l : {&policy_phases, &dense_phases})
+    for (Phase& ph : *l) ph.context_tokens = shape.context(), ph.batch = shape.batch;
 }
 
 StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
@@ -134,6 +137,7 @@ PlanResult evaluate(const DesignPoint& p) {
   pre.reserve(8);
   add_prefill_phases(d, double(p.context_tokens), pre);
   p.policy->prefill(d, *p.params, double(p.context_tokens), pre);
+  for (Phase& ph : pre) ph.context_tokens = double(p.context_tokens), ph.batch = 1;
   r.ttft_s = sum_phases(d, pre, "prefill", &r.prefill);
 
   // TPOT: the mean decode step. Step j = 1..output-1 attends to context + j tokens; the mean attended

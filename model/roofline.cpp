@@ -24,14 +24,13 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
 }
 
 PhaseTime roofline(const Phase& p, const Machine& m) {
-  const Efficiency& e = (*m.calibration)[p.kind];
-  auto eff = [&](Ceiling c) { return m.calibration->efficiency(p.kind, c, p.run_bytes); };
+  auto eff = [&](Ceiling c) { return m.calibration->efficiency(p, c, phase_bytes_on(p, c)); };
   double peak = 0;
   switch (p.unit) {
-    case ComputeUnit::tensor: peak = m.tensor * e[Ceiling::tensor]; break;
-    case ComputeUnit::tensor_act: peak = m.tensor_act * e[Ceiling::tensor]; break;
-    case ComputeUnit::simt: peak = m.simt * e[Ceiling::simt]; break;
-    case ComputeUnit::host: peak = m.host_compute * e[Ceiling::host_compute]; break;
+    case ComputeUnit::tensor: peak = m.tensor * eff(Ceiling::tensor); break;
+    case ComputeUnit::tensor_act: peak = m.tensor_act * eff(Ceiling::tensor); break;
+    case ComputeUnit::simt: peak = m.simt * eff(Ceiling::simt); break;
+    case ComputeUnit::host: peak = m.host_compute * eff(Ceiling::host_compute); break;
   }
   const Work& w = p.work;
   PhaseTime t{0, Bound::latency};
@@ -45,7 +44,7 @@ PhaseTime roofline(const Phase& p, const Machine& m) {
   consider(w.dram_bytes, m.dram * eff(Ceiling::dram), Bound::dram);
   consider(w.h2d_bytes, m.h2d * eff(Ceiling::h2d), Bound::h2d);
   consider(w.d2h_bytes, m.d2h * eff(Ceiling::d2h), Bound::d2h);
-  consider(w.link_bytes, m.link * e[Ceiling::link], Bound::interconnect);
+  consider(w.link_bytes, m.link * eff(Ceiling::link), Bound::interconnect);
   // Kernel launches cost GPU time; CPU routines and copies have their own call costs (policies add
   // them as launches on those devices with the same per-call latency until calibrated separately).
   const double fixed = w.launches * m.kernel_latency;

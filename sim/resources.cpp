@@ -24,7 +24,7 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   s.latency = p.work.launches * m.kernel_latency;
   s.amount.assign(size_t(Resource::count), 0.0);
   auto put = [&](Resource r, double amount, Ceiling c) {
-    if (amount > 0) s.amount[size_t(r)] += amount / cal.efficiency(p.kind, c, p.run_bytes);
+    if (amount > 0) s.amount[size_t(r)] += amount / cal.efficiency(p, c, phase_bytes_on(p, c));
   };
   switch (p.unit) {
     case ComputeUnit::tensor: put(Resource::tensor, p.work.flops, Ceiling::tensor); break;

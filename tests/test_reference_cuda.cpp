@@ -177,6 +177,51 @@ TEST(RefKernelsCuda, TopkDedupGatherMatchHost) {
   EXPECT_EQ(dg.download(), hg);
 }
 
+TEST(RefKernelsCuda, BuildersAndStagingGatherMatchHost) {
+  REQUIRE_GPU();
+  const int64_t n = 300;
+  const Vec X = randn(n * D, 21);
+  Vec w = randn(static_cast<size_t>(n), 22);
+  for (auto& x : w) x = std::abs(x) + 0.1f;  // surprisals are positive
+  const std::vector<int32_t> starts = {0, 5, 6, 64, 200, 299};
+  for (const bool weighted : {false, true}) {
+    Vec h(starts.size() * D);
+    if (weighted) segment_weighted_mean(X.data(), w.data(), n, D, starts, h.data());
+    else segment_mean(X.data(), n, D, starts, h.data());
+    DBuf<float> dX(X), dw(w), dout(h.size());
+    DBuf<int32_t> ds(starts);
+    cuda::segment_weighted_mean(dX.get(), weighted ? dw.get() : nullptr, n, D, ds.get(), int64_t(starts.size()),
+                                dout.get());
+    expect_close(dout.download(), h, 1e-4);
+  }
+  const std::vector<int32_t> rs = {250, 3, 100, 0}, rl = {50, 1, 0, 17};
+  Vec hg(68 * D);
+  ASSERT_EQ(gather_runs(X.data(), n, D, rs, rl, hg.data()), 68);
+  DBuf<float> dX(X), dg(hg.size());
+  DBuf<int32_t> drs(rs), drl(rl);
+  EXPECT_EQ(cuda::gather_runs(dX.get(), D, drs.get(), drl.get(), int64_t(rs.size()), dg.get()), 68);
+  EXPECT_EQ(dg.download(), hg);
+}
+
+TEST(RefKernelsCuda, CtkvrBuildAndRerankMatchHost) {
+  REQUIRE_GPU();
+  const int G = 4, C = 6, rho = 40;
+  const int64_t n = 500;
+  const Vec cent = randn(size_t(G) * C * D, 23), K = randn(n * D, 24), Q = randn(size_t(G) * D, 25);
+  std::vector<int32_t> hivf(size_t(C) * rho);
+  ASSERT_EQ(qcivf_build(cent.data(), G, C, K.data(), n, D, kScale, rho, hivf.data()), rho);
+  DBuf<float> dc(cent), dK(K), dQ(Q);
+  DBuf<int32_t> divf(hivf.size());
+  ASSERT_EQ(cuda::qcivf_build(dc.get(), G, C, dK.get(), n, D, kScale, rho, divf.get()), rho);
+  EXPECT_EQ(divf.download(), hivf);
+  std::vector<int32_t> recalled = dedup(hivf);
+  const auto hr = ctkvr_rerank(Q.data(), G, K.data(), n, D, recalled, kScale, 25);
+  DBuf<int32_t> drec(recalled), dr(25);
+  ASSERT_EQ(cuda::ctkvr_rerank(dQ.get(), G, dK.get(), D, drec.get(), int64_t(recalled.size()), kScale, 25, dr.get()),
+            25);
+  EXPECT_EQ(dr.download(), hr);
+}
+
 #else  // no CUDA built in: one test that says so
 
 TEST(RefKernelsCuda, SkippedWithoutCuda) {

@@ -406,6 +406,22 @@ TEST(RefKernelsGather, DedupNeverTwiceAndGatherRows) {
   EXPECT_THROW(gather_rows(src.data(), n, w, bad, 1, dst.data()), std::out_of_range);
 }
 
+TEST(RefKernelsGather, GatherRunsCopiesEachRunBackToBack) {
+  const int64_t n = 20, w = 5;
+  const Vec src = randn(n * w, 31);
+  const std::vector<int32_t> starts = {12, 0, 7, 19}, lens = {3, 2, 0, 1};
+  Vec dst(6 * w, -1.f);
+  ASSERT_EQ(gather_runs(src.data(), n, w, starts, lens, dst.data()), 6);
+  // Direct formula: staging row j is source row starts[r] + (j - rows before run r).
+  const std::vector<int32_t> want_rows = {12, 13, 14, 0, 1, 19};
+  for (size_t j = 0; j < want_rows.size(); ++j)
+    expect_near_vec(dst.data() + j * w, src.data() + want_rows[j] * w, w, 0);
+  const std::vector<int32_t> past_end = {18}, two = {3}, neg = {-1};
+  EXPECT_THROW(gather_runs(src.data(), n, w, past_end, two, dst.data()), std::out_of_range);
+  EXPECT_THROW(gather_runs(src.data(), n, w, past_end, neg, dst.data()), std::invalid_argument);
+  EXPECT_THROW(gather_runs(src.data(), n, w, starts, two, dst.data()), std::invalid_argument);
+}
+
 TEST(RefKernelsPooling, SegmentPageWeightedHierarchical) {
   const int64_t n = 11;
   const int d = 3;

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace kvsim::ref::cuda {
@@ -77,5 +78,36 @@ void gather_rows(const float* src, int64_t row_elems, const int32_t* idx, int64_
 void lowrank_reconstruct(const float* us, const float* vt, int64_t n, int r, int d, float* out);
 // quest_page_bound: bound[num_pages] from kmin, kmax [num_pages, d].
 void quest_page_bound(const float* q, const float* kmin, const float* kmax, int64_t num_pages, int d, float* bound);
+
+
+// ---- prefill builders, staging gather, CTKVR (kernels/reference/builders.cu) ----
+// segment_weighted_mean (segment_mean when w is null): X[n, d], starts[S] (device, strictly increasing,
+// unchecked) -> out[S, d]; a segment whose weights sum to 0 takes the plain mean, as on the host.
+void segment_weighted_mean(const float* X, const float* w, int64_t n, int d, const int32_t* starts, int64_t S,
+                           float* out);
+// gather_runs: runs (starts[r], lens[r]) of rows of src, back to back into dst; returns the rows written.
+// src may be mapped pinned host memory (UVA), which makes this the zero-copy staging gather.
+int64_t gather_runs(const float* src, int64_t row_elems, const int32_t* starts, const int32_t* lens, int64_t runs,
+                    float* dst);
+// softmax_rows (in place, max-shifted) and reduce_max_rows, one thread per row / per column.
+void softmax_rows(float* S, int64_t m, int64_t n);
+void reduce_max_rows(const float* S, int64_t m, int64_t n, float* out);
+// qcivf_build: centroids[G, C, d], K[n, d] -> ivf[C, min(rho, n)]; returns min(rho, n). Composed of the
+// launchers above exactly as the host version composes its own (score, softmax, max over the group, top-k).
+int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n, int d, float scale, int rho,
+                int32_t* ivf);
+// ctkvr_rerank: Q[G, d], K[n, d], recalled ids[m] -> out[min(rho_prime, m)] key ids in rank order;
+// returns that count.
+int64_t ctkvr_rerank(const float* Q, int G, const float* K, int d, const int32_t* recalled, int64_t m, float scale,
+                     int64_t rho_prime, int32_t* out);
+
+// ---- timing and pinned memory for `kvsim validate --device cuda` (kernels/reference/event_timer.cu) ----
+// Seconds between two CUDA events recorded on the default stream around f() (f may launch and
+// synchronize; the launchers above do).
+double event_seconds(const std::function<void()>& f);
+void* pinned_alloc(size_t bytes);  // page-locked host memory (cudaMallocHost)
+void pinned_free(void* p);
+// One host-to-device copy from pinned memory on the default stream (synchronized).
+void copy_h2d(void* dst_device, const void* src_pinned, size_t bytes);
 
 }  // namespace kvsim::ref::cuda

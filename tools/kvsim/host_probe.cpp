@@ -10,38 +10,17 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/validate/parallel_time.hpp"
+
 namespace kvsim {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-
-double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
-
-// Runs f(thread_index) on `threads` threads at once; returns the wall time of the slowest.
-template <class F>
-double parallel_time(int threads, F f) {
-  std::vector<std::thread> ts;
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-  std::vector<double> t(threads);
-  for (int i = 0; i < threads; ++i)
-    ts.emplace_back([&, i] {
-      ++ready;
-      while (!go) std::this_thread::yield();
-      const double s = now();
-      f(i);
-      t[i] = now() - s;
-    });
-  while (ready < threads) std::this_thread::yield();
-  go = true;
-  for (auto& th : ts) th.join();
-  return *std::max_element(t.begin(), t.end());
-}
+double now() { return now_seconds(); }
 
 // STREAM triad a = b + s*c over arrays far larger than the caches, one slice per thread. Counts the
 // three arrays' bytes (STREAM's convention, no write-allocate). Best of repeats.
-double triad_bandwidth(int threads, double seconds) {
-  const size_t n = size_t(64) << 20;  // 64 Mi doubles = 512 MiB per array
+double triad_bandwidth(int threads, double seconds, size_t array_bytes) {
+  const size_t n = array_bytes / sizeof(double);
   std::vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
   const size_t slice = n / threads;
   double best = 0;
@@ -102,12 +81,23 @@ std::string cpu_model() {
 }
 }  // namespace
 
-std::string probe_host_yaml(const std::string& name, double seconds) {
-  const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  std::fprintf(stderr, "kvsim host probe: %d threads; measuring DRAM bandwidth...\n", threads);
-  const double bw = triad_bandwidth(threads, seconds);
+std::string host_cpu_model() { return cpu_model(); }
+
+HostMeasurement measure_host(double seconds, size_t triad_array_bytes) {
+  HostMeasurement h;
+  h.threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  std::fprintf(stderr, "kvsim host probe: %d threads; measuring DRAM bandwidth...\n", h.threads);
+  h.dram_bandwidth = triad_bandwidth(h.threads, seconds, triad_array_bytes);
   std::fprintf(stderr, "kvsim host probe: measuring fp32 GEMM...\n");
-  const double flops = gemm_flops(threads, seconds);
+  h.fp32 = gemm_flops(h.threads, seconds);
+  h.cpu = cpu_model();
+  return h;
+}
+
+std::string probe_host_yaml(const std::string& name, double seconds) {
+  const HostMeasurement h = measure_host(seconds);
+  const int threads = h.threads;
+  const double bw = h.dram_bandwidth, flops = h.fp32;
   char buf[2048];
   std::snprintf(buf, sizeof buf,
                 "# Host profile measured by `kvsim host probe` on this machine (%s).\n"

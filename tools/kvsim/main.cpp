@@ -1,4 +1,5 @@
-// kvsim command line. Subcommands: plan, trace, replay, study, reproduce, hardware, host, model, policy, bench.
+// kvsim command line. Subcommands: plan, sweep, trace, replay, study, reproduce, validate, hardware, host, model, policy,
+// bench.
 // Input errors print one line naming file, line, field, value and what is allowed, and exit 2.
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -24,6 +25,7 @@
 #include "tools/kvsim/trace_cmd.hpp"
 #include "tools/kvsim/sweep_cmd.hpp"
 #include "tools/kvsim/target_plan_cmd.hpp"
+#include "tools/kvsim/validate_cmd.hpp"
 
 #ifndef KVSIM_VERSION
 #define KVSIM_VERSION "0.1.0"
@@ -228,6 +230,7 @@ int main(int argc, char** argv) {
   ReplayCommand* replay_cmd = add_replay_command(app);
   StudyCommand* study_cmd = add_study_command(app);
   ReproduceCommand* reproduce_cmd = add_reproduce_command(app);
+  ValidateCommand* validate_cmd = add_validate_command(app);
 
   std::string name, fmt = "table";
   auto add_library_cmd = [&](const char* cmd, const char* what) {
@@ -267,6 +270,7 @@ int main(int argc, char** argv) {
     if (const int rc = run_replay_command(*replay_cmd); rc >= 0) return rc;
     if (const int rc = run_study_command(*study_cmd); rc >= 0) return rc;
     if (const int rc = run_reproduce_command(*reproduce_cmd); rc >= 0) return rc;
+    if (const int rc = run_validate_command(*validate_cmd, argc, argv); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (cmd_probe->parsed()) {
       std::printf("%s", probe_host_yaml(probe_name, probe_seconds).c_str());

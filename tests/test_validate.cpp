@@ -1,0 +1,206 @@
+// Efficiency curves in calibration files (interpolation, extrapolation warning, loader errors) and
+// `kvsim validate` end to end: --quick writes a file the planner loads. No timing is asserted here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "kernels/cuda_device.hpp"
+#include "model/error.hpp"
+#include "model/roofline.hpp"
+#include "test_util.hpp"
+
+using namespace kvsim;
+
+namespace {
+Calibration from_text(const std::string& text) {
+  return load_calibration(YamlMap(load_yaml_string(text, "cal.yaml"), "cal.yaml", ""));
+}
+std::string load_error(const std::string& text) {
+  try {
+    from_text(text);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+const char* kHead = "schema: kvsim.calibration/1\nname: t\n";
+
+Phase host_phase(std::string_view name, double flops, double dram, double run_bytes = 0) {
+  Phase p{name, PhaseKind::host_kernel, Device::cpu, ComputeUnit::host, {}};
+  p.work.flops = flops;
+  p.work.dram_bytes = dram;
+  p.run_bytes = run_bytes;
+  return p;
+}
+}  // namespace
+
+TEST(CalibrationCurve, InterpolatesLinearlyInLogXAndClampsOutside) {
+  const Calibration c = from_text(std::string(kHead) +
+                                  "curves:\n  - {kind: host_kernel, ceiling: dram, x: bytes, "
+                                  "points: [[100, 0.2], [10000, 0.6], [1000000, 0.7]]}\n");
+  ASSERT_EQ(c.curves.size(), 1u);
+  EXPECT_TRUE(c.calibrated);
+  const EfficiencyCurve& cv = c.curves[0];
+  bool outside = true;
+  EXPECT_NEAR(cv.at(1000, &outside), 0.4, 1e-12);  // halfway in log x between 100 and 10^4
+  EXPECT_FALSE(outside);
+  EXPECT_NEAR(cv.at(100000, &outside), 0.65, 1e-12);
+  EXPECT_DOUBLE_EQ(cv.at(10000, &outside), 0.6);
+  EXPECT_DOUBLE_EQ(cv.at(10, &outside), 0.2);
+  EXPECT_TRUE(outside);
+  EXPECT_DOUBLE_EQ(cv.at(1e9, &outside), 0.7);
+  EXPECT_TRUE(outside);
+}
+
+TEST(CalibrationCurve, PhaseCurveBeatsKindCurveBeatsConstantAndRooflineUsesIt) {
+  const Calibration c = from_text(std::string(kHead) +
+                                  "phases: {host_kernel: {dram: 0.8}}\n"
+                                  "gather_half_run_bytes: {dram: 64}\n"
+                                  "curves:\n"
+                                  "  - {kind: host_kernel, ceiling: dram, x: bytes, points: [[1, 0.5], [1e12, 0.5]]}\n"
+                                  "  - {kind: host_kernel, phase: cpu_rerank, ceiling: dram, x: bytes, "
+                                  "points: [[1, 0.25], [1e12, 0.25]]}\n"
+                                  "  - {kind: gather, ceiling: dram, x: run_bytes, points: [[64, 0.1], [4096, 0.9]]}\n");
+  Machine m;
+  m.dram = 1e9;
+  m.host_compute = 1e12;
+  m.calibration = &c;
+  // The named curve, with the gather penalty on top (512 / (512 + 64)).
+  const Phase rr = host_phase("cpu_rerank", 0, 1e6, 512);
+  EXPECT_NEAR(roofline(rr, m).seconds, 1e6 / (1e9 * 0.25 * 512.0 / 576.0), 1e-12);
+  // Another host phase: the kind-wide curve (no runs, no penalty).
+  EXPECT_NEAR(roofline(host_phase("cpu_attention", 0, 1e6), m).seconds, 1e6 / (1e9 * 0.5), 1e-12);
+  // A run_bytes curve replaces the penalty: at 512 B, log-x interpolation between 64 and 4096.
+  Phase g{"staging", PhaseKind::gather, Device::cpu, ComputeUnit::host, {}};
+  g.work.dram_bytes = 1e6;
+  g.run_bytes = 512;
+  EXPECT_NEAR(c.efficiency(g, Ceiling::dram, 1e6), 0.1 + 0.8 * 0.5, 1e-12);
+  // No curve for this kind: the constant with the penalty.
+  Phase s{"score", PhaseKind::select, Device::cpu, ComputeUnit::host, {}};
+  s.run_bytes = 64;
+  EXPECT_NEAR(c.efficiency(s, Ceiling::dram, 1e6), 1.0 * 0.5, 1e-12);
+}
+
+TEST(CalibrationCurve, WarnsOnceWhenExtrapolating) {
+  const Calibration c = from_text(std::string(kHead) +
+                                  "curves:\n  - {kind: host_kernel, phase: cpu_rerank, ceiling: dram, x: bytes, "
+                                  "points: [[1000, 0.3], [2000, 0.4]]}\n");
+  const Phase p = host_phase("cpu_rerank", 0, 1e6);
+  testing::internal::CaptureStderr();
+  EXPECT_NEAR(c.efficiency(p, Ceiling::dram, 1500), 0.3 + 0.1 * std::log(1.5) / std::log(2.0), 1e-12);  // inside: silent
+  EXPECT_DOUBLE_EQ(c.efficiency(p, Ceiling::dram, 1e6), 0.4);
+  EXPECT_DOUBLE_EQ(c.efficiency(p, Ceiling::dram, 10), 0.3);
+  const Calibration copy = c;  // copies share the warned flag
+  EXPECT_DOUBLE_EQ(copy.efficiency(p, Ceiling::dram, 1e7), 0.4);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("extrapolated"), std::string::npos) << err;
+  EXPECT_NE(err.find("cpu_rerank"), std::string::npos) << err;
+  EXPECT_NE(err.find("[1000, 2000]"), std::string::npos) << err;
+  EXPECT_EQ(err.find("extrapolated"), err.rfind("extrapolated")) << "warned more than once: " << err;
+}
+
+TEST(CalibrationCurve, ConstantFilesStillLoad) {
+  const Calibration c = load_calibration_file(resolve(LibraryKind::calibration, "roofline", "", 0, ""));
+  EXPECT_TRUE(c.curves.empty());
+  EXPECT_FALSE(c.calibrated);
+  EXPECT_EQ(c.half_run_bytes[size_t(Ceiling::dram)], 64);
+}
+
+TEST(CalibrationCurve, LoaderErrorsNameTheFieldAndValue) {
+  const std::string curve = "curves:\n  - {kind: host_kernel, ceiling: dram, x: bytes, points: ";
+  auto err = load_error(std::string(kHead) + curve + "[[100, 0.5], [50, 0.6]]}\n");
+  EXPECT_NE(err.find("curves[0].points[1]"), std::string::npos) << err;
+  EXPECT_NE(err.find("x = 50"), std::string::npos) << err;
+  err = load_error(std::string(kHead) + curve + "[[100, 1.5]]}\n");
+  EXPECT_NE(err.find("curves[0].points[0].efficiency"), std::string::npos) << err;
+  EXPECT_NE(err.find("1.5"), std::string::npos) << err;
+  err = load_error(std::string(kHead) + curve + "[[0, 0.5]]}\n");
+  EXPECT_NE(err.find("points[0].x"), std::string::npos) << err;
+  err = load_error(std::string(kHead) + curve + "[]}\n");
+  EXPECT_NE(err.find("curves[0].points"), std::string::npos) << err;
+  err = load_error(std::string(kHead) + curve + "[[1, 0.5, 3]]}\n");
+  EXPECT_NE(err.find("pair"), std::string::npos) << err;
+  err = load_error(std::string(kHead) + "curves:\n  - {kind: host_kernel, ceiling: dram, x: lenght, points: [[1, 1]]}\n");
+  EXPECT_NE(err.find("curves[0].x"), std::string::npos) << err;
+  EXPECT_NE(err.find("lenght"), std::string::npos) << err;
+  err = load_error(std::string(kHead) + "curves:\n  - {kind: hostkernel, ceiling: dram, x: bytes, points: [[1, 1]]}\n");
+  EXPECT_NE(err.find("curves[0].kind"), std::string::npos) << err;
+  err = load_error(std::string(kHead) + "curves:\n  - {kind: gather, ceiling: dram, x: bytes, points: [[1, 1]]}\n"
+                   "  - {kind: gather, ceiling: dram, x: run_bytes, points: [[1, 1]]}\n");
+  EXPECT_NE(err.find("curves[1]"), std::string::npos) << err;
+  EXPECT_NE(err.find("second curve"), std::string::npos) << err;
+  err = load_error(std::string(kHead) + "curves:\n  - {kind: gather, ceiling: dram, x: bytes, pionts: [[1, 1]]}\n");
+  EXPECT_NE(err.find("points"), std::string::npos) << err;
+  err = load_error(std::string(kHead) + "curves: {kind: gather}\n");
+  EXPECT_NE(err.find("must be a list"), std::string::npos) << err;
+}
+
+TEST(ValidateCli, QuickRunWritesACalibrationThePlannerLoads) {
+  const std::string cal = std::string(::testing::TempDir()) + "validate_quick.yaml";
+  std::filesystem::remove(cal);
+  const auto r = test::run_kvsim("validate --device cpu --quick --host ci-2core --format json --out '" + cal + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find("\n{") + 1));
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_GE(j["phases"].size(), 15u);
+  for (const auto& p : j["phases"]) {
+    EXPECT_GT(p["efficiency_max"].get<double>(), 0) << p["phase"];
+    EXPECT_TRUE(p.contains("median_abs_error_calibrated")) << p["phase"];
+  }
+  const Calibration c = load_calibration_file(cal);
+  EXPECT_TRUE(c.calibrated);
+  bool rerank = false, gather = false;
+  for (const auto& cv : c.curves) {
+    rerank |= cv.phase == "cpu_rerank" && cv.ceiling == Ceiling::dram;
+    gather |= cv.kind == PhaseKind::gather && cv.phase.empty() && cv.x == CurveVariable::run_bytes;
+    for (const auto& [x, e] : cv.points) EXPECT_TRUE(x > 0 && e > 0 && e <= 1) << cv.phase;
+  }
+  EXPECT_TRUE(rerank);
+  EXPECT_TRUE(gather);
+
+  // The planner takes it: CTKVR's CPU phases slow down (or stay, where a kernel met its ceiling).
+  const auto base = test::run_kvsim("plan --policy ctkvr --context 32768 --batch 1 --format json");
+  const auto calibrated =
+      test::run_kvsim("plan --policy ctkvr --context 32768 --batch 1 --format json --calibration '" + cal + "'");
+  ASSERT_EQ(base.exit_code, 0) << base.out;
+  ASSERT_EQ(calibrated.exit_code, 0) << calibrated.out;
+  auto phase_ms = [](const std::string& out, const std::string& name) {
+    const auto j = nlohmann::json::parse(out.substr(out.find('{')));
+    for (const auto& p : j["results"][0]["phases"])
+      if (p["name"] == name) return p["time_ms"].get<double>();
+    return -1.0;
+  };
+  const double before = phase_ms(base.out, "cpu_rerank"), after = phase_ms(calibrated.out, "cpu_rerank");
+  ASSERT_GT(before, 0) << base.out;
+  EXPECT_GE(after, before * (1 - 1e-9));
+}
+
+TEST(ValidateCli, PlanWarnsOnceWhenACurveIsExtrapolated) {
+  const std::string cal = test::write_temp("narrow_curve.yaml",
+                                           std::string(kHead) +
+                                               "curves:\n  - {kind: host_kernel, phase: cpu_rerank, ceiling: dram, "
+                                               "x: bytes, points: [[1000, 0.3], [2000, 0.4]]}\n");
+  const auto r = test::run_kvsim("plan --policy ctkvr --context 32768,65536 --format json --calibration '" + cal + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("extrapolated"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("extrapolated"), r.out.rfind("extrapolated")) << r.out;
+}
+
+TEST(ValidateCli, BadCalibrationFileFailsWithTheField) {
+  const std::string cal = test::write_temp("bad_curve.yaml", std::string(kHead) +
+                                                                 "curves:\n  - {kind: host_kernel, ceiling: dram, "
+                                                                 "x: bytes, points: [[1000, 0]]}\n");
+  const auto r = test::run_kvsim("plan --policy ctkvr --calibration '" + cal + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("curves[0].points[0].efficiency"), std::string::npos) << r.out;
+}
+
+TEST(ValidateCli, CudaWithoutAGpuSaysSo) {
+  std::string why;
+  if (!cuda::devices(&why).empty()) GTEST_SKIP() << "a GPU is present; this checks the no-GPU message";
+  const auto r = test::run_kvsim("validate --device cuda --quick");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("no CUDA device"), std::string::npos) << r.out;
+}

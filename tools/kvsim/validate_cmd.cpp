@@ -1,0 +1,129 @@
+#include "tools/kvsim/validate_cmd.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "kernels/cuda_device.hpp"
+#include "kernels/validate/validate.hpp"
+#include "model/atomic_file.hpp"
+#include "model/error.hpp"
+#include "model/library.hpp"
+#include "model/units.hpp"
+#include "tools/kvsim/host_probe.hpp"
+
+namespace kvsim {
+
+struct ValidateCommand {
+  CLI::App* cmd = nullptr;
+  std::string device = "cpu", out, report, format = "table", host, hardware, name, filter;
+  bool quick = false;
+  std::string clock = "cpu";
+  double probe_seconds = 2.0;
+  int repeats = 7;
+};
+
+ValidateCommand* add_validate_command(CLI::App& app) {
+  static ValidateCommand c;
+  c.cmd = app.add_subcommand("validate",
+                             "time every reference kernel against the roofline model on this machine's measured "
+                             "ceilings; write a calibration file (docs/validation/)");
+  c.cmd->add_option("--device", c.device, "where the kernels run")->check(CLI::IsMember({"cpu", "cuda"}));
+  c.cmd->add_option("--out", c.out, "write the fitted calibration YAML to FILE (atomically)");
+  c.cmd->add_option("--report", c.report, "also write the report in --format to FILE (the table still goes to standard output)");
+  c.cmd->add_option("--format", c.format, "report format")->check(CLI::IsMember({"table", "json", "csv"}));
+  c.cmd->add_flag("--quick", c.quick, "one small size per kernel, one sample: a smoke test, not a measurement");
+  c.cmd->add_option("--host", c.host,
+                    "CPU ceilings from this host profile (name or YAML path) instead of measuring them now");
+  c.cmd->add_option("--hardware", c.hardware, "GPU spec for --device cuda (name or YAML path)");
+  c.cmd->add_option("--probe-seconds", c.probe_seconds, "time per host-probe measurement")
+      ->check(CLI::Range(0.05, 600.0));
+  c.cmd->add_option("--repeats", c.repeats, "timed samples per point at least (median)")->check(CLI::Range(1, 1000));
+  c.cmd->add_option("--clock", c.clock,
+                    "CPU kernels timed by each thread's CPU clock (cpu: excludes time other processes hold the "
+                    "cores) or the wall clock (wall: right on an otherwise idle machine)")
+      ->check(CLI::IsMember({"cpu", "wall"}));
+  c.cmd->add_option("--name", c.name, "the calibration's name (default: <host or GPU>-<device>)");
+  c.cmd->add_option("--filter", c.filter, "only kernels whose phase name contains this");
+  return &c;
+}
+
+int run_validate_command(ValidateCommand& c, int argc, char** argv) {
+  if (!c.cmd->parsed()) return -1;
+  validate::Options o;
+  o.quick = c.quick;
+  o.min_repeats = c.repeats;
+  o.filter = c.filter;
+  o.command = "kvsim";
+  for (int i = 1; i < argc; ++i) o.command += std::string(" ") + argv[i];
+  if (o.quick) o.min_seconds = 0, o.sample_seconds = 0;
+
+  validate::Ceilings ce;
+  ce.device = c.device;
+  std::vector<validate::Case> cases;
+  validate::Timer timer;
+  if (c.device == "cuda") {
+    std::string why;
+    const auto gpus = cuda::devices(&why);
+    if (gpus.empty()) {
+      std::fprintf(stderr, "kvsim: error: validate --device cuda: no CUDA device (%s)\n", why.c_str());
+      return 1;
+    }
+    if (c.hardware.empty())
+      throw_input_error("command line", 0, "--hardware",
+                        "validate --device cuda needs the GPU's spec (its ceilings), e.g. --hardware h100-sxm; GPU 0 "
+                        "is '" + gpus[0].name + "'");
+    const GpuSpec gpu = load_gpu_file(resolve(LibraryKind::hardware, c.hardware, "command line", 0, "--hardware"));
+    ce.name = gpu.name;
+    ce.source = "GPU spec " + gpu.name + " (datasheet ceilings from the library), run on " + gpus[0].name;
+    ce.threads = 1;
+    ce.unit = ComputeUnit::simt;
+    ce.machine.simt = gpu.fp32;
+    ce.machine.hbm = gpu.hbm_bandwidth;
+    ce.machine.h2d = gpu.h2d_pinned;
+    cases = validate::cuda_cases();
+    timer = validate::cuda_timer();
+  } else {
+    ce.threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    if (!c.host.empty()) {
+      const std::string path = resolve(LibraryKind::host, c.host, "command line", 0, "--host");
+      const HostSpec h = load_host_file(path);
+      ce.name = h.name;
+      ce.threads = std::min(ce.threads, h.cores);
+      ce.machine.dram = h.dram_bandwidth;
+      ce.machine.host_compute = h.fp32;
+      ce.source = "host profile " + path;
+    } else {
+      // Measured now, by the same timer and statistic as the kernels (see kernels/validate/ceilings.cpp).
+      const validate::Timer t = validate::cpu_timer(c.clock == "wall");
+      const validate::HostCeilingsMeasured h = validate::measure_host_ceilings(ce.threads, t, o);
+      ce.name = host_cpu_model();
+      ce.machine.dram = h.dram_bandwidth;
+      ce.machine.host_compute = h.fp32;
+      char b[320];
+      std::snprintf(b, sizeof b,
+                    "measured in this run, timed like the kernels (%s clock, median of short samples, %d threads at once): "
+                    "STREAM triad %.1f GB/s, Eigen SGEMM 256^3 %.1f GFLOP/s",
+                    c.clock == "wall" ? "wall" : "thread CPU", ce.threads, h.dram_bandwidth / 1e9, h.fp32 / 1e9);
+      ce.source = b;
+    }
+    ce.unit = ComputeUnit::host;
+    cases = validate::host_cases();
+    timer = validate::cpu_timer(c.clock == "wall");
+  }
+  o.calibration_name = c.name.empty() ? ce.name + "-" + c.device : c.name;
+  const Calibration uncal =
+      load_calibration_file(resolve(LibraryKind::calibration, "roofline", "command line", 0, "calibration"));
+  const validate::Result r = validate::run(cases, ce, timer, o, uncal);
+  if (!c.out.empty()) write_file_atomic(c.out, r.calibration_yaml);
+  const std::string text = c.format == "json"  ? validate::report_json(r)
+                           : c.format == "csv" ? validate::report_csv(r)
+                                               : validate::report_table(r);
+  // With --report the file gets --format and the terminal still gets the table.
+  const std::string shown = c.report.empty() ? text : validate::report_table(r);
+  if (!c.report.empty()) write_file_atomic(c.report, text);
+  std::fwrite(shown.data(), 1, shown.size(), stdout);
+  return 0;
+}
+
+}  // namespace kvsim
