@@ -1,4 +1,4 @@
-// Shared by every libFuzzer target (fuzz/README.md). A target feeds the fuzzer's bytes to one reader of
+// Shared by every libFuzzer target (docs/robustness.md). A target feeds the fuzzer's bytes to one reader of
 // untrusted input; the contract under test is that the reader either succeeds or throws InputError.
 // Anything else — a crash, a sanitizer report, another exception type, a hang — is a bug, so only
 // InputError is caught here and every other exception escapes and aborts the run.
