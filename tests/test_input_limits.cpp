@@ -14,6 +14,7 @@
 #include "model/host.hpp"
 #include "model/input_limits.hpp"
 #include "model/library.hpp"
+#include "model/model_config.hpp"
 #include "tests/gguf_writer.hpp"
 #include "traces/llm/gguf.hpp"
 #include "traces/safetensors.hpp"
@@ -145,6 +146,10 @@ TEST(InputLimits, YamlFileSize) {
   EXPECT_NE(msg.find("exceeds the limit of 100 bytes; set the environment variable KVSIM_MAX_YAML_BYTES"),
             std::string::npos)
       << msg;
+  // A device named where a file was expected: reading stops at the limit instead of never ending.
+  const std::string dev = error_of([&] { load_gpu_file("/dev/zero"); });
+  EXPECT_NE(dev.find("/dev/zero: file size at least"), std::string::npos) << dev;
+  EXPECT_NE(dev.find("KVSIM_MAX_YAML_BYTES"), std::string::npos) << dev;
 }
 
 // A library file with one field replaced, re-parsed from text so the error has a line.
@@ -185,6 +190,14 @@ TEST(ExtremeHardware, ZeroNegativeHugeAndNonFiniteAreRejectedWithTheRange) {
                                          [](YamlMap m) { load_host(m); });
       EXPECT_NE(msg.find(c.range), std::string::npos) << c.key << " = " << v << ": " << msg;
     }
+  // Model shapes: out of range, and consistent field by field but not together.
+  for (const char* v : {"0", "-3", "1e9", ".nan"}) {
+    const std::string msg = error_with(LibraryKind::model, "llama-3.1-8b", "", "layers", v, [](YamlMap m) { load_model(m); });
+    EXPECT_NE(msg.find("layers"), std::string::npos) << v << ": " << msg;
+    EXPECT_NE(msg.find("1 .. 1024"), std::string::npos) << v << ": " << msg;
+  }
+  const std::string msg = error_with(LibraryKind::model, "llama-3.1-8b", "", "kv_heads", "3", [](YamlMap m) { load_model(m); });
+  EXPECT_NE(msg.find("kv_heads: value 3 must divide query_heads (32)"), std::string::npos) << msg;
 }
 
 }  // namespace
