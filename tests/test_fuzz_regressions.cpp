@@ -21,8 +21,9 @@ std::string scenario_error(const std::string& yaml) {
 }
 
 // fuzz_scenario, crash-85d006df: a library name longer than a file name may be (ENAMETOOLONG) made the
-// throwing std::filesystem::exists escape as std::filesystem::filesystem_error (std::terminate in the
-// fuzzer; "kvsim: error" with the wrong exit path in the CLI). Both the path form and the name form.
+// throwing std::filesystem::exists escape as std::filesystem::filesystem_error: the CLI reported
+// "kvsim: internal error ... please report this" with exit status 3 instead of naming the field.
+// Both the path form and the name form.
 TEST(FuzzRegressions, OverlongLibraryNameIsAnInputError) {
   const std::string long_name(5000, 'a');
   std::string msg = scenario_error("hardware: h100-sxm\nmodel: " + long_name + "\n");
