@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps model configure build run test bench clean
+.PHONY: all deps model configure build run test bench clean test-asan fuzz
 all: build
 
 deps:
@@ -31,6 +31,27 @@ test: build model
 
 bench: build
 	./$(BUILD)/kvsim bench
+
+# AddressSanitizer + UndefinedBehaviorSanitizer build of everything in build-asan/, then the test suite
+# under it (docs/robustness.md). Any sanitizer report fails the test that triggered it. CUDA is off:
+# the CUDA runtime and ASan's shadow memory do not mix, and the GPU tests skip without a GPU anyway.
+# ASAN_TESTS narrows the run (a ctest -R regex); by default every test runs. Not part of `make test`
+# (CI): the instrumented tree is a second full build, which alone exceeds CI's time budget on a 2-core
+# machine, so a test subset would not make it fit (docs/robustness.md, "Sanitizer build").
+ASAN_BUILD ?= build-asan
+ASAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+ASAN_TESTS ?= .
+test-asan: deps model
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DKVSIM_CUDA=OFF \
+	  -DCMAKE_CXX_FLAGS="$(ASAN_FLAGS)" -DCMAKE_EXE_LINKER_FLAGS="$(ASAN_FLAGS)" $(ASAN_CMAKE_FLAGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -R '$(ASAN_TESTS)'
+
+# libFuzzer: builds the targets in fuzz/ with clang and runs each for FUZZ_SECONDS (tools/fuzz/run.sh).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash tools/fuzz/run.sh $(FUZZ_TARGETS)
 
 clean:
 	rm -rf $(BUILD)

@@ -48,12 +48,17 @@ std::string resolve(LibraryKind k, const std::string& name, const std::string& f
                     const std::string& field) {
   const bool is_path = name.find('/') != std::string::npos ||
                        (name.size() > 5 && name.compare(name.size() - 5, 5, ".yaml") == 0);
+  // The error_code overloads: a name from a file can be anything (too long for the file system, full
+  // of control bytes), and the throwing fs::exists would escape as a filesystem_error, not an InputError.
+  std::error_code ec;
   if (is_path) {
-    if (!fs::exists(name)) throw_input_error(file, line, field, "file '" + name + "' does not exist");
+    if (!fs::exists(name, ec))
+      throw_input_error(file, line, field,
+                        "file '" + name + "' does not exist" + (ec ? " (" + ec.message() + ")" : std::string()));
     return name;
   }
   const std::string path = kind_dir(k) + "/" + name + ".yaml";
-  if (fs::exists(path)) return path;
+  if (fs::exists(path, ec)) return path;
   const auto names = library_names(k);
   throw_input_error(file, line, field,
                     "unknown " + kind_label(k) + " '" + name + "'" + suggestion(name, names) + "; available in " +

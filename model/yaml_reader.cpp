@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "model/error.hpp"
+#include "model/input_limits.hpp"
 
 namespace kvsim {
 
@@ -31,11 +32,21 @@ int line_of(const YAML::Node& n) {
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw_input_error(path, 0, "", "cannot open file (does it exist and is it readable?)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_yaml_string(ss.str(), path);
+  // A YAML file is held in memory whole (and yaml-cpp's tree takes several times its size), so reading
+  // stops one byte past the limit. Reading rather than asking the size also bounds a pipe or a device
+  // such as /dev/zero named where a file was expected.
+  const uint64_t limit = input_limit(InputLimit::yaml_bytes);
+  std::string text;
+  char buf[1 << 16];
+  while (in && text.size() <= limit) {
+    in.read(buf, sizeof buf);
+    text.append(buf, size_t(in.gcount()));
+  }
+  if (text.size() > limit)
+    throw_input_error(path, 0, "", limit_exceeded(InputLimit::yaml_bytes, "file size at least", text.size(), limit));
+  return load_yaml_string(text, path);
 }
 
 YAML::Node load_yaml_string(const std::string& text, const std::string& name) {

@@ -29,7 +29,7 @@ SimPhase instance(const Phase& p, const Machine& m) {
 
 DecodeGraph build_decode_graph(const std::vector<Phase>& pol, const std::vector<Phase>& dense, int layers,
                                const Machine& m) {
-  DecodeGraph g(size_t(Resource::count));
+  DecodeGraph g{size_t(Resource::count)};  // braces: clang reads the parenthesized form as a function declaration
   const size_t np = pol.size();
   size_t qkv = dense.size();
   for (size_t i = 0; i < dense.size(); ++i)

@@ -23,6 +23,8 @@ PACKAGES=(
 )
 # Optional: plots (tools/plot/plot.py, docs/sweeps.md). Installed only when KVSIM_WITH_PLOTS=1 (not needed by tests).
 if [[ "${KVSIM_WITH_PLOTS:-0}" == "1" ]]; then PACKAGES+=(python3-matplotlib); fi
+# Optional: clang with its libFuzzer runtime, for `make fuzz` only (tools/fuzz/run.sh sets this).
+if [[ "${KVSIM_WITH_FUZZ:-0}" == "1" ]]; then PACKAGES+=(clang); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

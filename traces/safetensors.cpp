@@ -108,13 +108,13 @@ SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& e, c
                              " is not an integer >= 0");
     out.shape.push_back(int64_t(dim));
     if (dim != 0 && numel > limits.max_elements / dim)  // numel * dim > max_elements, without overflow
-      header_error(path, t + " shape " + sh.dump() + " has more than " + std::to_string(limits.max_elements) +
-                             " elements");
+      header_error(path, limit_exceeded(InputLimit::tensor_elements, t + " shape " + sh.dump() + ": element count",
+                                        numel > UINT64_MAX / dim ? UINT64_MAX : numel * dim, limits.max_elements));
     numel *= dim;
   }
   if (numel > limits.max_elements)
-    header_error(path, t + " shape " + sh.dump() + " has more than " + std::to_string(limits.max_elements) +
-                           " elements");
+    header_error(path, limit_exceeded(InputLimit::tensor_elements, t + " shape " + sh.dump() + ": element count",
+                                      numel, limits.max_elements));
 
   const auto& off = e["data_offsets"];
   if (!off.is_array() || off.size() != 2)
@@ -237,8 +237,7 @@ SafetensorsHeader parse_safetensors(const MappedFile& file, const std::string& p
     header_error(path, "header length " + std::to_string(h.header_bytes) + " runs past the end of the file (size " +
                            std::to_string(h.file_size) + ")");
   if (h.header_bytes > limits.max_header_bytes)
-    header_error(path, "header length " + std::to_string(h.header_bytes) + " exceeds the limit of " +
-                           std::to_string(limits.max_header_bytes) + " bytes");
+    header_error(path, limit_exceeded(InputLimit::header_bytes, "header length", h.header_bytes, limits.max_header_bytes));
   h.data_start = 8 + h.header_bytes;
   const uint64_t data_size = h.file_size - h.data_start;
   const std::string_view text(reinterpret_cast<const char*>(file.data()) + 8, size_t(h.header_bytes));
@@ -256,7 +255,8 @@ SafetensorsHeader parse_safetensors(const MappedFile& file, const std::string& p
       const std::string k = parsed.get<std::string>();
       if (!seen.insert(k).second) header_error(path, "key '" + k + "' appears twice in one JSON object");
       if (seen.size() > limits.max_tensors + 1)
-        header_error(path, "more than " + std::to_string(limits.max_tensors) + " entries in one JSON object");
+        header_error(path, limit_exceeded(InputLimit::tensors, "entries in one JSON object:", seen.size(),
+                                          limits.max_tensors));
     }
     return true;
   };
@@ -287,7 +287,7 @@ SafetensorsHeader parse_safetensors(const MappedFile& file, const std::string& p
       continue;
     }
     if (h.tensors.size() >= limits.max_tensors)
-      header_error(path, "more than " + std::to_string(limits.max_tensors) + " tensors");
+      header_error(path, limit_exceeded(InputLimit::tensors, "tensor count", h.tensors.size() + 1, limits.max_tensors));
     h.tensors.push_back(parse_entry(name, e, path, data_size, limits));
   }
 

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/input_limits.hpp"
+
 namespace kvsim {
 
 // Every dtype the safetensors format defines. Trace files use only a few of them, but a reader that
@@ -31,12 +33,13 @@ bool parse_st_dtype(std::string_view s, StDType& out);  // false for an unknown 
 std::vector<std::string> st_dtype_names();
 
 // Bounds that keep a hostile header from making us allocate or loop without limit. Real files are far
-// inside them.
+// inside them. The defaults come from the environment (model/input_limits.hpp: KVSIM_MAX_HEADER_BYTES,
+// KVSIM_MAX_TENSORS, KVSIM_MAX_TENSOR_ELEMENTS), read when the struct is made.
 struct SafetensorsLimits {
-  uint64_t max_header_bytes = uint64_t(100) << 20;  // the reference implementation's limit
-  size_t max_tensors = 100000;
-  size_t max_rank = 8;
-  uint64_t max_elements = uint64_t(1) << 48;  // per tensor
+  uint64_t max_header_bytes = input_limit(InputLimit::header_bytes);
+  size_t max_tensors = size_t(input_limit(InputLimit::tensors));
+  size_t max_rank = 8;  // the format's own bound on a tensor's dimensions; not configurable
+  uint64_t max_elements = input_limit(InputLimit::tensor_elements);  // per tensor
 };
 
 // A whole file mapped read-only. Move-only; unmaps on destruction. An empty file has data() == nullptr.

@@ -391,7 +391,8 @@ void TraceFile::check_finite_all() const {
 }
 
 void TraceFile::scan_layer(int layer_slot) const {
-  const auto [pi, ls] = slot_[size_t(layer_slot)];
+  // Plain variables, not a structured binding: the lambda below captures them, which C++20 clang rejects.
+  const int pi = slot_[size_t(layer_slot)].first, ls = slot_[size_t(layer_slot)].second;
   const Part& p = *parts_[size_t(pi)];
   const size_t d = size_t(meta_.model.head_dim), es = st_dtype_size(p.dtype);
   const std::string layer = "layer slot " + std::to_string(layer_slot) + " (model layer " +

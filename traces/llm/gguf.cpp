@@ -12,17 +12,16 @@
 #include <stdexcept>
 
 #include "model/error.hpp"
+#include "model/input_limits.hpp"
 #include "traces/half.hpp"
 
 namespace kvsim::llm {
 
 namespace {
 
-// Limits far above any real model but low enough that a corrupt count cannot make us allocate
-// gigabytes before noticing the file is too short.
-constexpr uint64_t kMaxTensors = 1u << 20;
-constexpr uint64_t kMaxKeys = 1u << 20;
-constexpr uint64_t kMaxString = 64ull << 20;
+// Tensor, key and string-length limits (model/input_limits.hpp) are far above any real model but low
+// enough that a corrupt count cannot make us allocate gigabytes before noticing the file is too short;
+// the dimension and nesting bounds are the format's own.
 constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS
 constexpr int kMaxArrayDepth = 8;
 
@@ -51,9 +50,8 @@ struct Cursor {
   }
   std::string str(const std::string& field) {
     const uint64_t n = read<uint64_t>(field + " (string length)");
-    if (n > kMaxString)
-      file.fail(field, "string length " + std::to_string(n) + " exceeds the limit of " +
-                           std::to_string(kMaxString) + " bytes");
+    if (const uint64_t limit = input_limit(InputLimit::string_bytes); n > limit)
+      file.fail(field, limit_exceeded(InputLimit::string_bytes, "string length", n, limit));
     if (n > remaining())
       file.fail(field, "string length " + std::to_string(n) + " runs past the end of the file (" +
                            std::to_string(remaining()) + " bytes remain at offset " + std::to_string(pos) + ")");
@@ -392,8 +390,10 @@ void GgufFile::parse() {
   if (version_ != 2 && version_ != 3) fail("version", std::to_string(version_) + " is not supported (allowed: 2, 3)");
   const uint64_t n_tensors = c.read<uint64_t>("tensor count");
   const uint64_t n_kv = c.read<uint64_t>("metadata count");
-  if (n_tensors > kMaxTensors) fail("tensor count", std::to_string(n_tensors) + " exceeds the limit of " + std::to_string(kMaxTensors));
-  if (n_kv > kMaxKeys) fail("metadata count", std::to_string(n_kv) + " exceeds the limit of " + std::to_string(kMaxKeys));
+  if (const uint64_t limit = input_limit(InputLimit::tensors); n_tensors > limit)
+    fail("tensor count", limit_exceeded(InputLimit::tensors, "tensor count", n_tensors, limit));
+  if (const uint64_t limit = input_limit(InputLimit::metadata_keys); n_kv > limit)
+    fail("metadata count", limit_exceeded(InputLimit::metadata_keys, "metadata count", n_kv, limit));
   // A key/value pair takes at least 8 (key length) + 4 (type) + 1 bytes; a tensor info at least 8 + 4 + 8 + 4 + 8.
   if (n_kv > c.remaining() / 13) fail("metadata count", std::to_string(n_kv) + " pairs cannot fit in the " + std::to_string(c.remaining()) + " bytes left");
   if (n_tensors > c.remaining() / 32) fail("tensor count", std::to_string(n_tensors) + " tensors cannot fit in the " + std::to_string(c.remaining()) + " bytes left");
@@ -432,6 +432,8 @@ void GgufFile::parse() {
       elems *= int64_t(v);
       t.dims.push_back(int64_t(v));
     }
+    if (const uint64_t limit = input_limit(InputLimit::tensor_elements); uint64_t(elems) > limit)
+      fail(field, limit_exceeded(InputLimit::tensor_elements, "element count", uint64_t(elems), limit));
     t.type = c.read<uint32_t>(field + " (type)");
     int64_t be = 0, bb = 0;
     if (!ggml_type_layout(t.type, &be, &bb))

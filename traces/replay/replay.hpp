@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "traces/replay/selector.hpp"
 
 namespace kvsim::replay {
@@ -40,8 +42,13 @@ TraceData load_trace_data(const TraceSource& t, double memory_limit_bytes, const
 struct GroundTruthBlock {
   int64_t s0 = 0, rows = 0, cols = 0;  // cols = position of the last row + 1
   int group = 0, d = 0;
-  std::vector<float> probs;    // [group][rows][cols] (row-major; row (j, r) = probs + (j * rows + r) * cols)
-  std::vector<float> outputs;  // [group][rows][d]; empty without values
+  // Eigen-aligned storage: Eigen's vectorized softmax peels the unaligned head of each row with scalar
+  // exp and sum, so with malloc's arbitrary alignment a row's rounding (and every recall and error
+  // derived from it) depended on which worker thread's buffer held it. Aligned, a row's alignment is a
+  // function of `cols` alone and replay is bit-identical at any thread count (test_reproducibility).
+  using Floats = std::vector<float, Eigen::aligned_allocator<float>>;
+  Floats probs;    // [group][rows][cols] (row-major; row (j, r) = probs + (j * rows + r) * cols)
+  Floats outputs;  // [group][rows][d]; empty without values
   double flops = 0;            // GEMM FLOPs executed (2·g·rows·cols·d per product)
   const float* p(int j, int64_t r) const { return probs.data() + (size_t(j) * rows + size_t(r)) * cols; }
   const float* o(int j, int64_t r) const { return outputs.data() + (size_t(j) * rows + size_t(r)) * d; }
