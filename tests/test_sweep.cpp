@@ -229,7 +229,7 @@ TEST(SweepRun, ChangedColumnsAreRefused) {
   }
 }
 
-TEST(SweepCli, KilledWithSigkillThenResumedEqualsUninterrupted) {
+TEST(SweepCli, KilledWithSigkillSeveralTimesThenResumedEqualsUninterrupted) {
   // A sweep slow enough to kill mid-way: simulated policies (a 32-layer DAG per point), one thread.
   const std::string spec = test::write_temp("kvsim_sweep_kill.yaml", std::string(R"(scenario:
   hardware: h100-sxm
@@ -245,23 +245,28 @@ axes:
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const std::string cmd = std::string("cd '") + KVSIM_SOURCE_DIR + "' && exec '" + KVSIM_BINARY + "' sweep -q --threads 1 '" +
                           spec + "' -o '" + part + "'";
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
-    _exit(127);
-  }
-  // Kill it once some rows are on disk (or after 20 s at most; if it finished first, resuming is a no-op).
-  const auto t0 = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+  // Killed several times, each at a different moment (once the file has grown past a threshold, or
+  // after 20 s at most; a run that finished first makes the later resumes no-ops), then resumed.
+  size_t rows_before = 0;
+  for (const uintmax_t grow : {4000u, 17000u, 9000u}) {
     std::error_code ec;
-    if (std::filesystem::exists(part, ec) && std::filesystem::file_size(part, ec) > 20000) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const uintmax_t start = std::filesystem::exists(part, ec) ? std::filesystem::file_size(part, ec) : 0;
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
+      _exit(127);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+      if (std::filesystem::exists(part, ec) && std::filesystem::file_size(part, ec) > start + grow) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    rows_before = std::filesystem::exists(part) ? read_results(part).rows.size() : 0;
   }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  const size_t rows_before = std::filesystem::exists(part) ? read_results(part).rows.size() : 0;
   r = test::run_kvsim("sweep -q --threads 2 '" + spec + "' -o '" + part + "'");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::printf("[ note     ] killed with %zu of %zu rows on disk\n", rows_before, read_results(whole).rows.size());
