@@ -1,5 +1,7 @@
 #include "traces/replay/replay.hpp"
 
+#include "traces/replay/parallel.hpp"
+
 #include <Eigen/Dense>
 #include <algorithm>
 #include <atomic>
@@ -13,6 +15,7 @@
 
 #include "kernels/reference/reference.hpp"
 #include "model/error.hpp"
+#include "traces/replay/parallel.hpp"
 
 namespace kvsim::replay {
 
@@ -290,9 +293,10 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
       res.policies[size_t(i)].select_seconds += seconds_since(t0);
     }
     // 2. Ground truth once per (layer, KV head), then every policy's attention and metrics.
-    std::atomic<int> next{0};
-    auto work = [&](Worker& w) {
-      for (int pair = next++; pair < pairs; pair = next++) {
+    // Per (layer, KV head) pair, on the worker thread `wi`; an error in one (a selector's bad token id)
+    // stops the others and is rethrown by parallel_for.
+    parallel_for(pairs, [&](int pair, int wi) {
+        Worker& w = workers[size_t(wi)];
         const int l = pair / t.kv_heads, h = pair % t.kv_heads;
         const auto& grp = t.group_of[size_t(h)];
         const int g = int(grp.size());
@@ -397,28 +401,7 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
           }
         }
         w.metric_seconds += thread_cpu_seconds() - c0;
-      }
-    };
-    // Errors in a worker (a selector's bad token id) stop the others and are rethrown here.
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    auto guarded = [&](Worker& w) {
-      try {
-        work(w);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-        next = pairs;
-      }
-    };
-    if (threads == 1) {
-      guarded(workers[0]);
-    } else {
-      std::vector<std::thread> pool;
-      for (int k = 0; k < threads; ++k) pool.emplace_back(guarded, std::ref(workers[size_t(k)]));
-      for (auto& th : pool) th.join();
-    }
-    if (error) std::rethrow_exception(error);
+    }, threads);
     if (o.progress) o.progress(double(b1) / double(R));
   }
   for (const Worker& w : workers) {

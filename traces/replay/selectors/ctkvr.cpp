@@ -60,7 +60,7 @@ void CtkvrSelector::prefill(const TraceData& tr) {
   last_.assign(size_t(layers_) * kv_heads_, {});
   const size_t first = prompt_rows.size() - size_t(C_);
   // Every (layer, KV head) builds its own qcIVF: in parallel.
-  parallel_for(layers_ * kv_heads_, [&](int pair) {
+  parallel_for(layers_ * kv_heads_, [&](int pair, int) {
       const int l = pair / kv_heads_, h = pair % kv_heads_;
       HeadState& hs = heads_[size_t(pair)];
       const auto& grp = tr.group_of[size_t(h)];
