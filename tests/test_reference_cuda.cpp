@@ -222,6 +222,102 @@ TEST(RefKernelsCuda, CtkvrBuildAndRerankMatchHost) {
   EXPECT_EQ(dr.download(), hr);
 }
 
+TEST(RefKernelsCuda, QuantileAndChessHierarchicalSelectMatchHost) {
+  REQUIRE_GPU();
+  // Scores rounded to a coarse grid so the thresholds fall on ties (resolved by the lower index).
+  auto coarse = [](size_t n, uint32_t seed) {
+    Vec v = randn(n, seed);
+    for (auto& x : v) x = std::round(x * 4.f) / 4.f + 0.125f;  // never zero
+    return v;
+  };
+  for (int64_t n : {int64_t(1), int64_t(10), int64_t(777)}) {
+    const Vec s = coarse(size_t(n), 31 + uint32_t(n));
+    DBuf<float> ds(s);
+    DBuf<int32_t> dk(static_cast<size_t>(n));
+    for (double rho : {0.0, 0.3, 0.5, 0.91, 1.0}) {
+      const auto want = quantile_select(s, rho);
+      ASSERT_EQ(cuda::quantile_select(ds.get(), n, rho, dk.get()), int64_t(want.size())) << n << " " << rho;
+      EXPECT_EQ(dk.download(want.size()), want) << n << " " << rho;
+    }
+  }
+  const int Nc = 4, Ng = 5;
+  const int64_t P = 203, C = (P + Nc - 1) / Nc, G = (C + Ng - 1) / Ng;
+  const Vec gs = coarse(size_t(G), 41), cs = coarse(size_t(C), 42), ps = coarse(size_t(P), 43);
+  DBuf<float> dg(gs), dc(cs), dp(ps);
+  DBuf<int32_t> og(static_cast<size_t>(G)), oc(static_cast<size_t>(C)), op(static_cast<size_t>(P));
+  for (const bool masked_all : {false, true})
+    for (const double rho : {0.2, 0.5, 1.0}) {
+      const auto want = chess_hierarchical_select(gs, cs, ps, Nc, Ng, rho, rho * 0.9, rho * 0.7,
+                                                  masked_all ? QuantileScope::masked_all : QuantileScope::survivors);
+      const auto got = cuda::chess_hierarchical_select(dg.get(), dc.get(), dp.get(), P, Nc, Ng, rho, rho * 0.9,
+                                                       rho * 0.7, masked_all, og.get(), oc.get(), op.get());
+      EXPECT_EQ(og.download(size_t(got.grids)), want.grids) << masked_all << " " << rho;
+      EXPECT_EQ(oc.download(size_t(got.chunks)), want.chunks) << masked_all << " " << rho;
+      EXPECT_EQ(op.download(size_t(got.pages)), want.pages) << masked_all << " " << rho;
+    }
+}
+
+TEST(RefKernelsCuda, CtkvrRecallMatchesHost) {
+  REQUIRE_GPU();
+  const int G = 4, C = 12, rho = 30;
+  const int64_t n = 400;
+  const Vec cent = randn(size_t(G) * C * D, 51), K = randn(n * D, 52), q = randn(size_t(G) * D, 53);
+  std::vector<int32_t> ivf(size_t(C) * rho);
+  qcivf_build(cent.data(), G, C, K.data(), n, D, kScale, rho, ivf.data());  // overlapping lists: dedup matters
+  DBuf<float> dc(cent), dq(q);
+  DBuf<int32_t> divf(ivf), dout(size_t(C) * rho), dchosen(static_cast<size_t>(C));
+  for (int c_prime : {1, 5, C + 3}) {
+    std::vector<int32_t> chosen;
+    const auto want = ctkvr_recall(q.data(), G, cent.data(), C, D, ivf.data(), rho, c_prime, &chosen);
+    const int64_t m = cuda::ctkvr_recall(dq.get(), G, dc.get(), C, D, divf.get(), rho, c_prime, dout.get(),
+                                         dchosen.get());
+    ASSERT_EQ(m, int64_t(want.size())) << c_prime;
+    EXPECT_EQ(dout.download(size_t(m)), want) << c_prime;
+    EXPECT_EQ(dchosen.download(chosen.size()), chosen) << c_prime;
+  }
+}
+
+TEST(RefKernelsCuda, WindowScoresPoolingChunkSumSekvRoutingMatchHost) {
+  REQUIRE_GPU();
+  const int G = 3, w = 8;
+  const int64_t n = 333;
+  const Vec Qw = randn(size_t(G) * w * D, 61), K = randn(n * D, 62);
+  Vec hs(size_t(n - w));
+  obs_window_scores(Qw.data(), G, w, K.data(), n, D, kScale, hs.data());
+  DBuf<float> dQ(Qw), dK(K), dS(hs.size());
+  cuda::obs_window_scores(dQ.get(), G, w, dK.get(), n, D, kScale, dS.get());
+  expect_close(dS.download(), hs, 1e-4);
+
+  DBuf<float> dpool(hs.size());
+  for (const Pool1D kind : {Pool1D::none, Pool1D::max, Pool1D::avg})
+    for (int k : {1, 4, 7}) {
+      Vec hp(hs.size());
+      pool1d(hs.data(), int64_t(hs.size()), k, kind, hp.data());
+      cuda::pool1d(dS.get(), int64_t(hs.size()), kind == Pool1D::none ? 1 : k, kind == Pool1D::max, dpool.get());
+      expect_close(dpool.download(), hp, 1e-6);
+    }
+  for (int chunk : {1, 10, 64}) {
+    const size_t chunks = (hs.size() + chunk - 1) / chunk;
+    Vec hc(chunks);
+    chunk_sum(hs.data(), int64_t(hs.size()), chunk, hc.data());
+    DBuf<float> dcs(chunks);
+    cuda::chunk_sum(dS.get(), int64_t(hs.size()), chunk, dcs.get());
+    expect_close(dcs.download(), hc, 1e-6);
+  }
+
+  const int64_t m = 57;
+  const int dp = 32;
+  const Vec qp = randn(dp, 63), summ = randn(size_t(m) * dp, 64);
+  std::vector<int32_t> len(static_cast<size_t>(m));
+  for (int64_t s = 0; s < m; ++s) len[size_t(s)] = int32_t(1 + (s * 7) % 40);
+  Vec ha(static_cast<size_t>(m));
+  sekv_routing_scores(qp.data(), summ.data(), m, dp, len.data(), ha.data());
+  DBuf<float> dqp(qp), dsum(summ), da(static_cast<size_t>(m));
+  DBuf<int32_t> dlen(len);
+  cuda::sekv_routing_scores(dqp.get(), dsum.get(), m, dp, dlen.get(), da.get());
+  expect_close(da.download(), ha, 1e-5);
+}
+
 #else  // no CUDA built in: one test that says so
 
 TEST(RefKernelsCuda, SkippedWithoutCuda) {
