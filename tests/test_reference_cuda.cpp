@@ -318,6 +318,41 @@ TEST(RefKernelsCuda, WindowScoresPoolingChunkSumSekvRoutingMatchHost) {
   expect_close(da.download(), ha, 1e-5);
 }
 
+TEST(RefKernelsCuda, JacobiSvdMatchesHostTruncatedSvd) {
+  REQUIRE_GPU();
+  const int batch = 2, d = 24;
+  const int64_t n = 40;
+  // Two spans: random, and a nearly rank-3 one (a fast-decaying spectrum, as span keys have).
+  Vec X = randn(size_t(batch) * n * d, 71);
+  const Vec a = randn(n * 3, 72), bt = randn(3 * d, 73);
+  for (int64_t i = 0; i < n; ++i)
+    for (int c = 0; c < d; ++c) {
+      float s = 0.f;
+      for (int j = 0; j < 3; ++j) s += a[i * 3 + j] * bt[j * d + c];
+      X[size_t(n * d + i * d + c)] = s + 0.01f * X[size_t(n * d + i * d + c)];
+    }
+  DBuf<float> dX(X), ds(size_t(batch) * d), dus(size_t(batch) * n * d), dvt(size_t(batch) * d * d);
+  cuda::svd_jacobi(dX.get(), batch, n, d, ds.get(), dus.get(), dvt.get());
+  const Vec sg = ds.download(), us = dus.download(), vt = dvt.download();
+  for (int b = 0; b < batch; ++b) {
+    const float* Xb = X.data() + b * n * d;
+    const auto full = truncated_svd(Xb, n, d, 1.0, d);
+    for (int j = 0; j < full.rank; ++j) EXPECT_NEAR(sg[size_t(b * d + j)], full.sigma[size_t(j)], 1e-4 * (1 + full.sigma[0])) << b << " " << j;
+    // Rank-r reconstructions agree (the factors themselves are unique only up to signs).
+    const auto f = truncated_svd(Xb, n, d, 0.9, 8);
+    Vec hr(size_t(n) * d), gr(size_t(n) * d, 0.f);
+    lowrank_reconstruct(f, hr.data());
+    for (int64_t i = 0; i < n; ++i)
+      for (int c = 0; c < d; ++c)
+        for (int j = 0; j < f.rank; ++j)
+          gr[size_t(i * d + c)] += us[size_t(b * n * d + i * d + j)] * vt[size_t(b * d * d + j * d + c)];
+    expect_close(gr, hr, 1e-3);
+    double err = 0;
+    for (size_t e = 0; e < gr.size(); ++e) err += double(Xb[e] - gr[e]) * (Xb[e] - gr[e]);
+    EXPECT_NEAR(err, f.discarded_energy, 1e-3 * (1 + f.total_energy)) << b;
+  }
+}
+
 #else  // no CUDA built in: one test that says so
 
 TEST(RefKernelsCuda, SkippedWithoutCuda) {

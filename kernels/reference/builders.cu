@@ -143,12 +143,7 @@ int64_t ctkvr_rerank(const float* Q, int G, const float* K, int d, const int32_t
   softmax_rows(S.get(), G, m);
   reduce_max_rows(S.get(), G, m, A.get());
   topk_rows(A.get(), 1, m, kk, pos.get());
-  // Positions in the recalled list -> key ids (a gather of one-int "rows").
-  const std::vector<int32_t> p = pos.download();
-  std::vector<int32_t> ids(static_cast<size_t>(m)), o(static_cast<size_t>(kk));
-  copy_to_host(ids.data(), recalled, ids.size() * sizeof(int32_t));
-  for (int64_t i = 0; i < kk; ++i) o[size_t(i)] = ids[size_t(p[size_t(i)])];
-  copy_to_device(out, o.data(), o.size() * sizeof(int32_t));
+  gather_rows(recalled, 1, pos.get(), kk, out);  // positions in the recalled list -> key ids
   return kk;
 }
 

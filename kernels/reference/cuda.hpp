@@ -82,6 +82,11 @@ void gather_rows(const float* src, int64_t row_elems, const int32_t* idx, int64_
 void gather_rows(const int32_t* src, int64_t row_elems, const int32_t* idx, int64_t m, int32_t* dst);
 // lowrank_reconstruct: out[n, d] = us[n, r] · vt[r, d].
 void lowrank_reconstruct(const float* us, const float* vt, int64_t n, int r, int d, float* out);
+// svd_jacobi (the GPU twin of truncated_svd before its rank rule): one-sided Jacobi SVD, in double, of
+// each of `batch` matrices X[b][n, d] (n >= d), one thread block per matrix. Writes sigma[b][d]
+// descending, us[b][n, d] = the columns of U·Σ in that order and vt[b][d, d] = the rows of Vᵀ in that
+// order; the rank-r factors are the first r columns of us and rows of vt (choose_rank picks r).
+void svd_jacobi(const float* X, int batch, int64_t n, int d, float* sigma, float* us, float* vt);
 // quest_page_bound: bound[num_pages] from kmin, kmax [num_pages, d].
 void quest_page_bound(const float* q, const float* kmin, const float* kmax, int64_t num_pages, int d, float* bound);
 
