@@ -203,7 +203,7 @@ TEST(RefKernelsCuda, BuildersAndStagingGatherMatchHost) {
   EXPECT_EQ(dg.download(), hg);
 }
 
-TEST(RefKernelsCuda, CtkvrBuildAndRerankMatchHost) {
+TEST(RefKernelsCuda, CtkvrBuildRecallAndRerankMatchHost) {
   REQUIRE_GPU();
   const int G = 4, C = 6, rho = 40;
   const int64_t n = 500;
@@ -220,6 +220,18 @@ TEST(RefKernelsCuda, CtkvrBuildAndRerankMatchHost) {
   ASSERT_EQ(cuda::ctkvr_rerank(dQ.get(), G, dK.get(), D, drec.get(), int64_t(recalled.size()), kScale, 25, dr.get()),
             25);
   EXPECT_EQ(dr.download(), hr);
+
+  // Recall over the built (overlapping) lists, so the dedup matters; C' beyond C takes every list.
+  DBuf<int32_t> dout(hivf.size()), dchosen(static_cast<size_t>(C));
+  for (int c_prime : {1, 4, C + 3}) {
+    std::vector<int32_t> chosen;
+    const auto want = ctkvr_recall(Q.data(), G, cent.data(), C, D, hivf.data(), rho, c_prime, &chosen);
+    const int64_t m = cuda::ctkvr_recall(dQ.get(), G, dc.get(), C, D, divf.get(), rho, c_prime, dout.get(),
+                                         dchosen.get());
+    ASSERT_EQ(m, int64_t(want.size())) << c_prime;
+    EXPECT_EQ(dout.download(size_t(m)), want) << c_prime;
+    EXPECT_EQ(dchosen.download(chosen.size()), chosen) << c_prime;
+  }
 }
 
 TEST(RefKernelsCuda, QuantileAndChessHierarchicalSelectMatchHost) {
@@ -255,26 +267,6 @@ TEST(RefKernelsCuda, QuantileAndChessHierarchicalSelectMatchHost) {
       EXPECT_EQ(oc.download(size_t(got.chunks)), want.chunks) << masked_all << " " << rho;
       EXPECT_EQ(op.download(size_t(got.pages)), want.pages) << masked_all << " " << rho;
     }
-}
-
-TEST(RefKernelsCuda, CtkvrRecallMatchesHost) {
-  REQUIRE_GPU();
-  const int G = 4, C = 12, rho = 30;
-  const int64_t n = 400;
-  const Vec cent = randn(size_t(G) * C * D, 51), K = randn(n * D, 52), q = randn(size_t(G) * D, 53);
-  std::vector<int32_t> ivf(size_t(C) * rho);
-  qcivf_build(cent.data(), G, C, K.data(), n, D, kScale, rho, ivf.data());  // overlapping lists: dedup matters
-  DBuf<float> dc(cent), dq(q);
-  DBuf<int32_t> divf(ivf), dout(size_t(C) * rho), dchosen(static_cast<size_t>(C));
-  for (int c_prime : {1, 5, C + 3}) {
-    std::vector<int32_t> chosen;
-    const auto want = ctkvr_recall(q.data(), G, cent.data(), C, D, ivf.data(), rho, c_prime, &chosen);
-    const int64_t m = cuda::ctkvr_recall(dq.get(), G, dc.get(), C, D, divf.get(), rho, c_prime, dout.get(),
-                                         dchosen.get());
-    ASSERT_EQ(m, int64_t(want.size())) << c_prime;
-    EXPECT_EQ(dout.download(size_t(m)), want) << c_prime;
-    EXPECT_EQ(dchosen.download(chosen.size()), chosen) << c_prime;
-  }
 }
 
 TEST(RefKernelsCuda, WindowScoresPoolingChunkSumSekvRoutingMatchHost) {
