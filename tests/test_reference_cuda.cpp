@@ -203,7 +203,7 @@ TEST(RefKernelsCuda, BuildersAndStagingGatherMatchHost) {
   EXPECT_EQ(dg.download(), hg);
 }
 
-TEST(RefKernelsCuda, CtkvrBuildAndRerankMatchHost) {
+TEST(RefKernelsCuda, CtkvrBuildRecallAndRerankMatchHost) {
   REQUIRE_GPU();
   const int G = 4, C = 6, rho = 40;
   const int64_t n = 500;
@@ -220,6 +220,129 @@ TEST(RefKernelsCuda, CtkvrBuildAndRerankMatchHost) {
   ASSERT_EQ(cuda::ctkvr_rerank(dQ.get(), G, dK.get(), D, drec.get(), int64_t(recalled.size()), kScale, 25, dr.get()),
             25);
   EXPECT_EQ(dr.download(), hr);
+
+  // Recall over the built (overlapping) lists, so the dedup matters; C' beyond C takes every list.
+  DBuf<int32_t> dout(hivf.size()), dchosen(static_cast<size_t>(C));
+  for (int c_prime : {1, 4, C + 3}) {
+    std::vector<int32_t> chosen;
+    const auto want = ctkvr_recall(Q.data(), G, cent.data(), C, D, hivf.data(), rho, c_prime, &chosen);
+    const int64_t m = cuda::ctkvr_recall(dQ.get(), G, dc.get(), C, D, divf.get(), rho, c_prime, dout.get(),
+                                         dchosen.get());
+    ASSERT_EQ(m, int64_t(want.size())) << c_prime;
+    EXPECT_EQ(dout.download(size_t(m)), want) << c_prime;
+    EXPECT_EQ(dchosen.download(chosen.size()), chosen) << c_prime;
+  }
+}
+
+TEST(RefKernelsCuda, QuantileAndChessHierarchicalSelectMatchHost) {
+  REQUIRE_GPU();
+  // Scores rounded to a coarse grid so the thresholds fall on ties (resolved by the lower index).
+  auto coarse = [](size_t n, uint32_t seed) {
+    Vec v = randn(n, seed);
+    for (auto& x : v) x = std::round(x * 4.f) / 4.f + 0.125f;  // never zero
+    return v;
+  };
+  for (int64_t n : {int64_t(1), int64_t(10), int64_t(777)}) {
+    const Vec s = coarse(size_t(n), 31 + uint32_t(n));
+    DBuf<float> ds(s);
+    DBuf<int32_t> dk(static_cast<size_t>(n));
+    for (double rho : {0.0, 0.3, 0.5, 0.91, 1.0}) {
+      const auto want = quantile_select(s, rho);
+      ASSERT_EQ(cuda::quantile_select(ds.get(), n, rho, dk.get()), int64_t(want.size())) << n << " " << rho;
+      EXPECT_EQ(dk.download(want.size()), want) << n << " " << rho;
+    }
+  }
+  const int Nc = 4, Ng = 5;
+  const int64_t P = 203, C = (P + Nc - 1) / Nc, G = (C + Ng - 1) / Ng;
+  const Vec gs = coarse(size_t(G), 41), cs = coarse(size_t(C), 42), ps = coarse(size_t(P), 43);
+  DBuf<float> dg(gs), dc(cs), dp(ps);
+  DBuf<int32_t> og(static_cast<size_t>(G)), oc(static_cast<size_t>(C)), op(static_cast<size_t>(P));
+  for (const bool masked_all : {false, true})
+    for (const double rho : {0.2, 0.5, 1.0}) {
+      const auto want = chess_hierarchical_select(gs, cs, ps, Nc, Ng, rho, rho * 0.9, rho * 0.7,
+                                                  masked_all ? QuantileScope::masked_all : QuantileScope::survivors);
+      const auto got = cuda::chess_hierarchical_select(dg.get(), dc.get(), dp.get(), P, Nc, Ng, rho, rho * 0.9,
+                                                       rho * 0.7, masked_all, og.get(), oc.get(), op.get());
+      EXPECT_EQ(og.download(size_t(got.grids)), want.grids) << masked_all << " " << rho;
+      EXPECT_EQ(oc.download(size_t(got.chunks)), want.chunks) << masked_all << " " << rho;
+      EXPECT_EQ(op.download(size_t(got.pages)), want.pages) << masked_all << " " << rho;
+    }
+}
+
+TEST(RefKernelsCuda, WindowScoresPoolingChunkSumSekvRoutingMatchHost) {
+  REQUIRE_GPU();
+  const int G = 3, w = 8;
+  const int64_t n = 333;
+  const Vec Qw = randn(size_t(G) * w * D, 61), K = randn(n * D, 62);
+  Vec hs(size_t(n - w));
+  obs_window_scores(Qw.data(), G, w, K.data(), n, D, kScale, hs.data());
+  DBuf<float> dQ(Qw), dK(K), dS(hs.size());
+  cuda::obs_window_scores(dQ.get(), G, w, dK.get(), n, D, kScale, dS.get());
+  expect_close(dS.download(), hs, 1e-4);
+
+  DBuf<float> dpool(hs.size());
+  for (const Pool1D kind : {Pool1D::none, Pool1D::max, Pool1D::avg})
+    for (int k : {1, 4, 7}) {
+      Vec hp(hs.size());
+      pool1d(hs.data(), int64_t(hs.size()), k, kind, hp.data());
+      cuda::pool1d(dS.get(), int64_t(hs.size()), kind == Pool1D::none ? 1 : k, kind == Pool1D::max, dpool.get());
+      expect_close(dpool.download(), hp, 1e-6);
+    }
+  for (int chunk : {1, 10, 64}) {
+    const size_t chunks = (hs.size() + chunk - 1) / chunk;
+    Vec hc(chunks);
+    chunk_sum(hs.data(), int64_t(hs.size()), chunk, hc.data());
+    DBuf<float> dcs(chunks);
+    cuda::chunk_sum(dS.get(), int64_t(hs.size()), chunk, dcs.get());
+    expect_close(dcs.download(), hc, 1e-6);
+  }
+
+  const int64_t m = 57;
+  const int dp = 32;
+  const Vec qp = randn(dp, 63), summ = randn(size_t(m) * dp, 64);
+  std::vector<int32_t> len(static_cast<size_t>(m));
+  for (int64_t s = 0; s < m; ++s) len[size_t(s)] = int32_t(1 + (s * 7) % 40);
+  Vec ha(static_cast<size_t>(m));
+  sekv_routing_scores(qp.data(), summ.data(), m, dp, len.data(), ha.data());
+  DBuf<float> dqp(qp), dsum(summ), da(static_cast<size_t>(m));
+  DBuf<int32_t> dlen(len);
+  cuda::sekv_routing_scores(dqp.get(), dsum.get(), m, dp, dlen.get(), da.get());
+  expect_close(da.download(), ha, 1e-5);
+}
+
+TEST(RefKernelsCuda, JacobiSvdMatchesHostTruncatedSvd) {
+  REQUIRE_GPU();
+  const int batch = 2, d = 24;
+  const int64_t n = 40;
+  // Two spans: random, and a nearly rank-3 one (a fast-decaying spectrum, as span keys have).
+  Vec X = randn(size_t(batch) * n * d, 71);
+  const Vec a = randn(n * 3, 72), bt = randn(3 * d, 73);
+  for (int64_t i = 0; i < n; ++i)
+    for (int c = 0; c < d; ++c) {
+      float s = 0.f;
+      for (int j = 0; j < 3; ++j) s += a[i * 3 + j] * bt[j * d + c];
+      X[size_t(n * d + i * d + c)] = s + 0.01f * X[size_t(n * d + i * d + c)];
+    }
+  DBuf<float> dX(X), ds(size_t(batch) * d), dus(size_t(batch) * n * d), dvt(size_t(batch) * d * d);
+  cuda::svd_jacobi(dX.get(), batch, n, d, ds.get(), dus.get(), dvt.get());
+  const Vec sg = ds.download(), us = dus.download(), vt = dvt.download();
+  for (int b = 0; b < batch; ++b) {
+    const float* Xb = X.data() + b * n * d;
+    const auto full = truncated_svd(Xb, n, d, 1.0, d);
+    for (int j = 0; j < full.rank; ++j) EXPECT_NEAR(sg[size_t(b * d + j)], full.sigma[size_t(j)], 1e-4 * (1 + full.sigma[0])) << b << " " << j;
+    // Rank-r reconstructions agree (the factors themselves are unique only up to signs).
+    const auto f = truncated_svd(Xb, n, d, 0.9, 8);
+    Vec hr(size_t(n) * d), gr(size_t(n) * d, 0.f);
+    lowrank_reconstruct(f, hr.data());
+    for (int64_t i = 0; i < n; ++i)
+      for (int c = 0; c < d; ++c)
+        for (int j = 0; j < f.rank; ++j)
+          gr[size_t(i * d + c)] += us[size_t(b * n * d + i * d + j)] * vt[size_t(b * d * d + j * d + c)];
+    expect_close(gr, hr, 1e-3);
+    double err = 0;
+    for (size_t e = 0; e < gr.size(); ++e) err += double(Xb[e] - gr[e]) * (Xb[e] - gr[e]);
+    EXPECT_NEAR(err, f.discarded_energy, 1e-3 * (1 + f.total_energy)) << b;
+  }
 }
 
 #else  // no CUDA built in: one test that says so

@@ -1,5 +1,5 @@
 // Simple CUDA versions of the prefill builders (segment / surprisal-weighted means), the staging gather
-// of contiguous runs, and CTKVR's IVF build and rerank (see cuda.hpp). One thread per output element;
+// of contiguous runs, and CTKVR's IVF build, recall and rerank (see cuda.hpp). One thread per output element;
 // CTKVR is composed from the launchers in ops.cu the way ivf.cpp composes the host kernels, so the two
 // are the same algorithm step by step.
 #include <thrust/device_ptr.h>
@@ -113,6 +113,25 @@ int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n,
   return rp;
 }
 
+int64_t ctkvr_recall(const float* q, int G, const float* centroids, int C, int d, const int32_t* ivf, int rho,
+                     int c_prime, int32_t* out, int32_t* chosen) {
+  const int64_t cp = std::clamp<int64_t>(c_prime, 0, C);
+  if (cp == 0 || G <= 0 || rho <= 0) return 0;
+  // Cos_q[g, c] = cos(q_g, centroid_{g,c}); Cos_kv = max over the group; the top C' centroids.
+  DeviceBuffer<float> S(size_t(G) * C), cos_kv(static_cast<size_t>(C));
+  DeviceBuffer<int32_t> top(static_cast<size_t>(cp));
+  for (int g = 0; g < G; ++g)
+    score_gemm(q + int64_t(g) * d, 1, centroids + int64_t(g) * C * d, C, d, S.get() + int64_t(g) * C, true);
+  reduce_max_rows(S.get(), G, C, cos_kv.get());
+  topk_rows(cos_kv.get(), 1, C, cp, top.get());
+  if (chosen)
+    detail::check(cudaMemcpy(chosen, top.get(), size_t(cp) * sizeof(int32_t), cudaMemcpyDeviceToDevice),
+                  "ctkvr_recall chosen");
+  // Their IVF lists back to back, then sorted and unique.
+  gather_rows(ivf, rho, top.get(), cp, out);
+  return dedup_inplace(out, cp * rho);
+}
+
 int64_t ctkvr_rerank(const float* Q, int G, const float* K, int d, const int32_t* recalled, int64_t m, float scale,
                      int64_t rho_prime, int32_t* out) {
   const int64_t kk = std::clamp<int64_t>(rho_prime, 0, m);
@@ -124,12 +143,7 @@ int64_t ctkvr_rerank(const float* Q, int G, const float* K, int d, const int32_t
   softmax_rows(S.get(), G, m);
   reduce_max_rows(S.get(), G, m, A.get());
   topk_rows(A.get(), 1, m, kk, pos.get());
-  // Positions in the recalled list -> key ids (a gather of one-int "rows").
-  const std::vector<int32_t> p = pos.download();
-  std::vector<int32_t> ids(static_cast<size_t>(m)), o(static_cast<size_t>(kk));
-  copy_to_host(ids.data(), recalled, ids.size() * sizeof(int32_t));
-  for (int64_t i = 0; i < kk; ++i) o[size_t(i)] = ids[size_t(p[size_t(i)])];
-  copy_to_device(out, o.data(), o.size() * sizeof(int32_t));
+  gather_rows(recalled, 1, pos.get(), kk, out);  // positions in the recalled list -> key ids
   return kk;
 }
 

@@ -66,6 +66,10 @@ void merge_state(const float* o_a, const float* lse_a, const float* o_b, const f
 
 // score_gemm: S[m, n] = scale·Q·Mᵀ, or cosine when `cosine`.
 void score_gemm(const float* Q, int64_t m, const float* M, int64_t n, int d, float* S, bool cosine, float scale = 1.f);
+// sekv_routing_scores: alpha[m] = sigmoid(q'·summary_s / sqrt(d') + log|S_s|), summaries[m, d'],
+// span_len[m] >= 1 (device).
+void sekv_routing_scores(const float* q_proj, const float* summaries, int64_t m, int d_proj, const int32_t* span_len,
+                         float* alpha);
 
 // topk, per row of scores[rows, n]: out[rows, min(k, n)] in rank order (higher first, ties by lower
 // index, NaN last) — a full sort per row (thrust), deliberately simple. Returns min(k, n).
@@ -74,8 +78,15 @@ int64_t topk_rows(const float* scores, int rows, int64_t n, int64_t k, int32_t* 
 int64_t dedup_inplace(int32_t* ids, int64_t n);
 // gather_rows: dst[m, row_elems] = src rows idx[0..m) (indices unchecked).
 void gather_rows(const float* src, int64_t row_elems, const int32_t* idx, int64_t m, float* dst);
+// The same for int32 rows (CTKVR's IVF lists; row_elems 1 maps positions to ids).
+void gather_rows(const int32_t* src, int64_t row_elems, const int32_t* idx, int64_t m, int32_t* dst);
 // lowrank_reconstruct: out[n, d] = us[n, r] · vt[r, d].
 void lowrank_reconstruct(const float* us, const float* vt, int64_t n, int r, int d, float* out);
+// svd_jacobi (the GPU twin of truncated_svd before its rank rule): one-sided Jacobi SVD, in double, of
+// each of `batch` matrices X[b][n, d] (n >= d), one thread block per matrix. Writes sigma[b][d]
+// descending, us[b][n, d] = the columns of U·Σ in that order and vt[b][d, d] = the rows of Vᵀ in that
+// order; the rank-r factors are the first r columns of us and rows of vt (choose_rank picks r).
+void svd_jacobi(const float* X, int batch, int64_t n, int d, float* sigma, float* us, float* vt);
 // quest_page_bound: bound[num_pages] from kmin, kmax [num_pages, d].
 void quest_page_bound(const float* q, const float* kmin, const float* kmax, int64_t num_pages, int d, float* bound);
 
@@ -100,6 +111,40 @@ int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n,
 // returns that count.
 int64_t ctkvr_rerank(const float* Q, int G, const float* K, int d, const int32_t* recalled, int64_t m, float scale,
                      int64_t rho_prime, int32_t* out);
+
+// ctkvr_recall: q[G, d], centroids[G, C, d], ivf[C, rho] (device) -> out = the sorted, unique union of
+// the ivf rows of the top C' = min(c_prime, C) centroids by cosine (max over the group); out needs room
+// for C'·rho ids; returns the count. chosen (device, C' ids in rank order) is written when not null.
+int64_t ctkvr_recall(const float* q, int G, const float* centroids, int C, int d, const int32_t* ivf, int rho,
+                     int c_prime, int32_t* out, int32_t* chosen = nullptr);
+
+// ---- selection (kernels/reference/select.cu): quantile retention and CHESS hierarchical masking ----
+// quantile_select: kept[quantile_keep_count(rho, n)] = the kept indices of scores[n], ascending (ties
+// at the threshold by the lower index); returns that count. A top-k (topk_rows) then a sort.
+int64_t quantile_select(const float* scores, int64_t n, double rho, int32_t* kept);
+// chess_hierarchical_select with parent maps chunk_parent[C], page_parent[P] (device, unchecked): the
+// kept ids per level, ascending, into grids[G], chunks[C], pages[P] (device); masked_all picks
+// QuantileScope::masked_all (Algorithm 1 read literally) instead of survivors (see select.hpp).
+struct LevelCounts {
+  int64_t grids = 0, chunks = 0, pages = 0;
+};
+LevelCounts chess_hierarchical_select(const float* grid_scores, int64_t G, const float* chunk_scores, int64_t C,
+                                      const float* page_scores, int64_t P, const int32_t* chunk_parent,
+                                      const int32_t* page_parent, double rho_g, double rho_c, double rho_p,
+                                      bool masked_all, int32_t* grids, int32_t* chunks, int32_t* pages);
+// The regular hierarchy: page p in chunk p / pages_per_chunk, chunk c in grid c / chunks_per_grid;
+// G = ceil(C / N_g), C = ceil(P / N_c). Throws std::invalid_argument on N_c or N_g <= 0.
+LevelCounts chess_hierarchical_select(const float* grid_scores, const float* chunk_scores, const float* page_scores,
+                                      int64_t P, int pages_per_chunk, int chunks_per_grid, double rho_g, double rho_c,
+                                      double rho_p, bool masked_all, int32_t* grids, int32_t* chunks, int32_t* pages);
+
+// ---- observation-window scores (kernels/reference/window.cu) ----
+// obs_window_scores: Qw[G, w, d], K[n, d] -> scores[n - w] (see window.hpp); requires 0 < w <= n.
+void obs_window_scores(const float* Qw, int G, int w, const float* K, int64_t n, int d, float scale, float* scores);
+// pool1d: max (is_max) or avg pooling with kernel k, stride 1, padding k/2; k <= 1 copies.
+void pool1d(const float* in, int64_t n, int k, bool is_max, float* out);
+// chunk_sum: out[ceil(n / chunk)]; throws std::invalid_argument on chunk <= 0.
+void chunk_sum(const float* scores, int64_t n, int chunk, float* out);
 
 // ---- timing and pinned memory for `kvsim validate --device cuda` (kernels/reference/event_timer.cu) ----
 // Seconds between two CUDA events recorded on the default stream around f() (f may launch and

@@ -73,4 +73,40 @@ KVSIM_HD inline bool ranks_before(float sa, int64_t ia, float sb, int64_t ib) {
   return ia < ib;
 }
 
+// How many of n candidates a retention ratio rho keeps (select.hpp's quantile_keep_count, which
+// documents the rule): ceil(rho·n), with rho·n within 1e-9 (relative) of an integer counting as that
+// integer; rho clamped to [0, 1], NaN as 0. Host-only; the CUDA selection launchers call it too.
+inline int64_t keep_count(double rho, int64_t n) {
+  if (n <= 0) return 0;
+  rho = rho != rho ? 0.0 : (rho < 0.0 ? 0.0 : (rho > 1.0 ? 1.0 : rho));
+  const double x = rho * double(n);
+  const double r = std::round(x);
+  const int64_t k = std::fabs(x - r) <= 1e-9 * (x > 1.0 ? x : 1.0) ? int64_t(r) : int64_t(std::ceil(x));
+  return k < 0 ? 0 : (k > n ? n : k);
+}
+
+// SnapKV's 1-D pooling at output i (window.hpp's pool1d: kernel k, stride 1, padding k/2, clipped to
+// [0, n); avg divides by k, count_include_pad). Callers handle k <= 1 (a copy).
+KVSIM_HD inline float pool1d_at(const float* in, int64_t n, int k, bool is_max, int64_t i) {
+  const int64_t b0 = i - k / 2, e0 = i - k / 2 + k;
+  const int64_t b = b0 > 0 ? b0 : 0, e = e0 < n ? e0 : n;
+  float acc = is_max ? -INFINITY : 0.f;
+  for (int64_t t = b; t < e; ++t) acc = is_max ? (in[t] > acc ? in[t] : acc) : acc + in[t];
+  return is_max ? acc : acc / float(k);
+}
+
+// ChunkKV's chunk score: the sum of the token scores of chunk c (chunk tokens, the last one partial).
+KVSIM_HD inline float chunk_sum_at(const float* scores, int64_t n, int chunk, int64_t c) {
+  const int64_t b = c * chunk, e0 = (c + 1) * chunk, e = e0 < n ? e0 : n;
+  float s = 0.f;
+  for (int64_t t = b; t < e; ++t) s += scores[t];
+  return s;
+}
+
+// SEKV routing score (seed 003, eq. 5) from the dot product q'·summary: sigmoid(dot/sqrt(d') + log|S|).
+KVSIM_HD inline float sekv_route(float dot_q_summary, float inv_sqrt_d, int32_t span_len) {
+  const float x = dot_q_summary * inv_sqrt_d + logf(float(span_len));
+  return 1.f / (1.f + expf(-x));
+}
+
 }  // namespace kvsim::ref::hd

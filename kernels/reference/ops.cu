@@ -6,6 +6,7 @@
 #include <thrust/unique.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "kernels/reference/cuda.hpp"
 #include "kernels/reference/cuda_common.cuh"
@@ -40,12 +41,20 @@ __global__ void score_kernel(const float* Q, int64_t m, const float* M, int64_t 
   S[e] = den > 0.f ? hd::dot(q, r, d) / den : 0.f;
 }
 
+__global__ void sekv_route_kernel(const float* q_proj, const float* summaries, int64_t m, int d_proj,
+                                  const int32_t* span_len, float inv_sqrt, float* alpha) {
+  const int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= m) return;
+  alpha[s] = hd::sekv_route(hd::dot(q_proj, summaries + s * d_proj, d_proj), inv_sqrt, span_len[s]);
+}
+
 struct RankOrder {
   const float* s;
   __host__ __device__ bool operator()(int32_t a, int32_t b) const { return hd::ranks_before(s[a], a, s[b], b); }
 };
 
-__global__ void gather_kernel(const float* src, int64_t row_elems, const int32_t* idx, int64_t m, float* dst) {
+template <class T>
+__global__ void gather_kernel(const T* src, int64_t row_elems, const int32_t* idx, int64_t m, T* dst) {
   const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= m * row_elems) return;
   dst[e] = src[int64_t(idx[e / row_elems]) * row_elems + e % row_elems];
@@ -99,6 +108,15 @@ void score_gemm(const float* Q, int64_t m, const float* M, int64_t n, int d, flo
   detail::check_launch("score_gemm");
 }
 
+void sekv_routing_scores(const float* q_proj, const float* summaries, int64_t m, int d_proj, const int32_t* span_len,
+                         float* alpha) {
+  if (m <= 0) return;
+  const float inv_sqrt = 1.f / std::sqrt(float(d_proj));  // computed on the host, as the host version does
+  sekv_route_kernel<<<detail::blocks_for(m, kThreads), kThreads>>>(q_proj, summaries, m, d_proj, span_len, inv_sqrt,
+                                                                   alpha);
+  detail::check_launch("sekv_routing_scores");
+}
+
 int64_t topk_rows(const float* scores, int rows, int64_t n, int64_t k, int32_t* out) {
   const int64_t kk = std::clamp<int64_t>(k, 0, n);
   if (kk == 0 || rows <= 0) return kk;
@@ -127,10 +145,20 @@ int64_t dedup_inplace(int32_t* ids, int64_t n) {
   return m;
 }
 
-void gather_rows(const float* src, int64_t row_elems, const int32_t* idx, int64_t m, float* dst) {
+namespace {
+template <class T>
+void gather_rows_impl(const T* src, int64_t row_elems, const int32_t* idx, int64_t m, T* dst) {
   if (m * row_elems <= 0) return;
   gather_kernel<<<detail::blocks_for(m * row_elems, kThreads), kThreads>>>(src, row_elems, idx, m, dst);
   detail::check_launch("gather_rows");
+}
+}  // namespace
+
+void gather_rows(const float* src, int64_t row_elems, const int32_t* idx, int64_t m, float* dst) {
+  gather_rows_impl(src, row_elems, idx, m, dst);
+}
+void gather_rows(const int32_t* src, int64_t row_elems, const int32_t* idx, int64_t m, int32_t* dst) {
+  gather_rows_impl(src, row_elems, idx, m, dst);
 }
 
 void lowrank_reconstruct(const float* us, const float* vt, int64_t n, int r, int d, float* out) {

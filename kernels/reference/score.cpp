@@ -60,10 +60,8 @@ void reduce_sum_rows(const float* S, int64_t m, int64_t n, float* out) {
 void sekv_routing_scores(const float* q_proj, const float* summaries, int64_t m, int d_proj, const int32_t* span_len,
                          float* alpha) {
   const float inv_sqrt = 1.f / std::sqrt(float(d_proj));
-  for (int64_t s = 0; s < m; ++s) {
-    const float x = hd::dot(q_proj, summaries + s * d_proj, d_proj) * inv_sqrt + std::log(float(span_len[s]));
-    alpha[s] = 1.f / (1.f + std::exp(-x));
-  }
+  for (int64_t s = 0; s < m; ++s)
+    alpha[s] = hd::sekv_route(hd::dot(q_proj, summaries + s * d_proj, d_proj), inv_sqrt, span_len[s]);
 }
 
 void softmax_rows(float* S, int64_t m, int64_t n) {

@@ -48,14 +48,7 @@ std::vector<int32_t> topk(std::span<const float> scores, int64_t k) {
   return out;
 }
 
-int64_t quantile_keep_count(double rho, int64_t n) {
-  if (n <= 0) return 0;
-  rho = std::clamp(std::isnan(rho) ? 0.0 : rho, 0.0, 1.0);
-  const double x = rho * double(n);
-  const double r = std::round(x);
-  const int64_t k = std::abs(x - r) <= 1e-9 * std::max(1.0, x) ? int64_t(r) : int64_t(std::ceil(x));
-  return std::clamp<int64_t>(k, 0, n);
-}
+int64_t quantile_keep_count(double rho, int64_t n) { return hd::keep_count(rho, n); }
 
 float quantile_threshold(std::span<const float> scores, double rho) {
   const int64_t k = quantile_keep_count(rho, int64_t(scores.size()));

@@ -32,21 +32,12 @@ void pool1d(const float* in, int64_t n, int k, Pool1D kind, float* out) {
     std::copy_n(in, n, out);
     return;
   }
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t b = std::max<int64_t>(0, i - k / 2), e = std::min<int64_t>(n, i - k / 2 + k);
-    float acc = kind == Pool1D::max ? -INFINITY : 0.f;
-    for (int64_t t = b; t < e; ++t) acc = kind == Pool1D::max ? std::max(acc, in[t]) : acc + in[t];
-    out[i] = kind == Pool1D::max ? acc : acc / float(k);
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = hd::pool1d_at(in, n, k, kind == Pool1D::max, i);
 }
 
 void chunk_sum(const float* scores, int64_t n, int chunk, float* out) {
   if (chunk <= 0) throw std::invalid_argument("chunk_sum: chunk");
-  for (int64_t c = 0; c * chunk < n; ++c) {
-    float s = 0.f;
-    for (int64_t t = c * chunk; t < std::min<int64_t>(n, (c + 1) * chunk); ++t) s += scores[t];
-    out[c] = s;
-  }
+  for (int64_t c = 0; c * chunk < n; ++c) out[c] = hd::chunk_sum_at(scores, n, chunk, c);
 }
 
 }  // namespace kvsim::ref
