@@ -226,7 +226,7 @@ int run_replay_command(ReplayCommand& c) {
   int64_t answer_end_step = -1;  // the step (0 = first generated token fed) after which the answer is complete
   if (!c.needle.empty() || !c.answer.empty()) {
     const std::string gguf = c.model_in_the_loop.empty() ? llm::default_model_path() : c.model_in_the_loop;
-    if (!std::filesystem::exists(gguf))
+    if (std::error_code ec; !std::filesystem::exists(gguf, ec))
       throw_input_error("command line", 0, c.needle.empty() ? "--answer" : "--needle",
                         "needs the trace's model for its tokenizer: '" + gguf +
                             "' does not exist (give --model-in-the-loop FILE.gguf, or run tools/fetch-model.sh)");
@@ -273,7 +273,7 @@ int run_replay_command(ReplayCommand& c) {
   // Model in the loop: the trace's text decoded by the real model with each policy's attention.
   std::vector<ModelLoopResult> loop;
   if (!c.model_in_the_loop.empty()) {
-    if (!std::filesystem::exists(c.model_in_the_loop))
+    if (std::error_code ec; !std::filesystem::exists(c.model_in_the_loop, ec))
       throw_input_error("command line", 0, "--model-in-the-loop", "file '" + c.model_in_the_loop + "' does not exist");
     const llm::LlamaModel model(c.model_in_the_loop);
     Progress bar("decoding with " + std::filesystem::path(c.model_in_the_loop).filename().string());
