@@ -1,7 +1,7 @@
 // A calibration file (model/calibration.cpp), as written by `kvsim validate` on another machine.
 #include "fuzz/fuzz_input.hpp"
 #include "model/calibration.hpp"
-#include "model/yaml_reader.hpp"
+#include "core/yaml_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvsim;

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 
 namespace kvsim::fuzz {
 

@@ -5,7 +5,7 @@
 #include "model/hardware.hpp"
 #include "model/host.hpp"
 #include "model/model_config.hpp"
-#include "model/yaml_reader.hpp"
+#include "core/yaml_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvsim;

@@ -3,7 +3,7 @@
 // is viewed and its first and last byte touched, so an offset that passed validation but points
 // outside the mapping shows up as an AddressSanitizer report.
 #include "fuzz/fuzz_input.hpp"
-#include "traces/safetensors.hpp"
+#include "traces/format/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvsim;

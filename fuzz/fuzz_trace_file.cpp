@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_input.hpp"
-#include "traces/trace_file.hpp"
+#include "traces/format/trace_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvsim;

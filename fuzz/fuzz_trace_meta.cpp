@@ -1,7 +1,7 @@
 // The kvsim_trace metadata JSON (traces/trace_meta_json.cpp) and the cross-field checks a trace gets
 // at open (validate_trace's header half): a hand-written or foreign trace's metadata reaches both.
 #include "fuzz/fuzz_input.hpp"
-#include "traces/trace_meta_json.hpp"
+#include "traces/format/trace_meta_json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kvsim;

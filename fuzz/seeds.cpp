@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "tests/gguf_writer.hpp"
-#include "traces/half.hpp"
-#include "traces/safetensors.hpp"
-#include "traces/synthetic.hpp"
-#include "traces/trace_file.hpp"
-#include "traces/trace_meta_json.hpp"
+#include "traces/format/half.hpp"
+#include "traces/format/safetensors.hpp"
+#include "traces/synthetic/synthetic.hpp"
+#include "traces/format/trace_file.hpp"
+#include "traces/format/trace_meta_json.hpp"
 
 namespace fs = std::filesystem;
 using namespace kvsim;

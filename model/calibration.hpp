@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "model/phase.hpp"
-#include "model/yaml_reader.hpp"
+#include "core/yaml_reader.hpp"
 
 namespace kvsim {
 

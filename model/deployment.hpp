@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "model/calibration.hpp"
-#include "model/dtype.hpp"
+#include "core/dtype.hpp"
 #include "model/hardware.hpp"
 #include "model/host.hpp"
 #include "model/model_config.hpp"

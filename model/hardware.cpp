@@ -1,6 +1,6 @@
 #include "model/hardware.hpp"
 
-#include "model/units.hpp"
+#include "core/units.hpp"
 
 namespace kvsim {
 

@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
-#include "model/dtype.hpp"
-#include "model/yaml_reader.hpp"
+#include "core/dtype.hpp"
+#include "core/yaml_reader.hpp"
 
 namespace kvsim {
 

@@ -1,6 +1,6 @@
 #include "model/host.hpp"
 
-#include "model/units.hpp"
+#include "core/units.hpp"
 
 namespace kvsim {
 

@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "model/yaml_reader.hpp"
+#include "core/yaml_reader.hpp"
 
 namespace kvsim {
 

@@ -5,7 +5,7 @@
 // docs/reproductions.md.
 #pragma once
 #include "model/deployment.hpp"
-#include "model/yaml_reader.hpp"
+#include "core/yaml_reader.hpp"
 
 namespace kvsim {
 

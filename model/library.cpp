@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 
 #ifndef KVSIM_DEFAULT_DATA_DIR
 #define KVSIM_DEFAULT_DATA_DIR "scenarios"

@@ -1,6 +1,6 @@
 #include "model/model_config.hpp"
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 
 namespace kvsim {
 

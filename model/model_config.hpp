@@ -3,8 +3,8 @@
 #pragma once
 #include <string>
 
-#include "model/dtype.hpp"
-#include "model/yaml_reader.hpp"
+#include "core/dtype.hpp"
+#include "core/yaml_reader.hpp"
 
 namespace kvsim {
 

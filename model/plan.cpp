@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "model/units.hpp"
-#include "sim/decode_graph.hpp"
-#include "sim/resources.hpp"
+#include "core/units.hpp"
+#include "model/decode_graph.hpp"
+#include "model/resources.hpp"
 
 namespace kvsim {
 

@@ -1,19 +1,8 @@
 #include "model/policy.hpp"
 
-#include "model/units.hpp"
+#include "core/units.hpp"
 
 namespace kvsim {
-
-// Each policy file defines one of these; the registry lists them in the order the CLI shows them.
-const Policy& full_policy();
-const Policy& streaming_policy();
-const Policy& snapkv_policy();
-const Policy& quest_policy();
-const Policy& chess_policy();
-const Policy& sentencekv_policy();
-const Policy& chunkkv_policy();
-const Policy& sekv_policy();
-const Policy& ctkvr_policy();
 
 double read_param(YamlMap& m, const ParamSpec& spec) {
   if (!spec.choices.empty()) {
@@ -42,22 +31,15 @@ int Policy::param_index(std::string_view param) const {
   return -1;
 }
 
-const std::vector<const Policy*>& all_policies() {
-  static const std::vector<const Policy*> registry = {
-      &full_policy(),  &streaming_policy(),  &snapkv_policy(), &quest_policy(), &chess_policy(),
-      &sentencekv_policy(), &chunkkv_policy(), &sekv_policy(),   &ctkvr_policy()};
-  return registry;
-}
-
-const Policy* find_policy(std::string_view name) {
-  for (const Policy* p : all_policies())
+const Policy* PolicyCatalog::find(std::string_view name) const {
+  for (const Policy* p : policies)
     if (p->name() == name) return p;
   return nullptr;
 }
 
-std::vector<std::string> policy_names() {
+std::vector<std::string> PolicyCatalog::names() const {
   std::vector<std::string> out;
-  for (const Policy* p : all_policies()) out.emplace_back(p->name());
+  for (const Policy* p : policies) out.emplace_back(p->name());
   return out;
 }
 

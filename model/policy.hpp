@@ -39,7 +39,8 @@ struct MemoryDemand {
   double kv_hbm_per_seq = 0, kv_dram_per_seq = 0;  // the KV part of the above, reported separately
 };
 
-// Parameter values in the order of Policy::params().
+// Parameter values in the order of Policy::params() (policies/<name>/params.hpp declares that order
+// once, with the typed struct every file reads them through: model/param_table.hpp).
 using ParamValues = std::vector<double>;
 
 class Policy {
@@ -67,9 +68,13 @@ double read_param(YamlMap& m, const ParamSpec& spec);
 // The text of a parameter's value: the number, or the chosen word.
 std::string param_text(const ParamSpec& spec, double value);
 
-// The registry: every built-in policy, by name.
-const Policy* find_policy(std::string_view name);
-const std::vector<const Policy*>& all_policies();
-std::vector<std::string> policy_names();
+// The policies a scenario may name, in the order the CLI shows them. model/ knows only the Policy
+// interface: the table of built-in policies belongs to the layer above (policies/registry.hpp,
+// policy_catalog()), which hands it to the loaders that resolve names (load_scenario, ...).
+struct PolicyCatalog {
+  std::vector<const Policy*> policies;
+  const Policy* find(std::string_view name) const;  // nullptr when unknown
+  std::vector<std::string> names() const;
+};
 
 }  // namespace kvsim

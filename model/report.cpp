@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include "model/units.hpp"
+#include "core/units.hpp"
 
 namespace kvsim {
 

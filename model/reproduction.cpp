@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <map>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "model/library.hpp"
 #include "model/plan.hpp"
 
@@ -157,12 +157,14 @@ const char* to_string(ReproMetric m) {
   return "?";
 }
 
-Reproduction load_reproduction_file(const std::string& path) { return load_reproduction(load_yaml_file(path), path); }
+Reproduction load_reproduction_file(const std::string& path, const PolicyCatalog& catalog) {
+  return load_reproduction(load_yaml_file(path), path, catalog);
+}
 
-Reproduction load_reproduction(const YAML::Node& doc, const std::string& file) {
+Reproduction load_reproduction(const YAML::Node& doc, const std::string& file, const PolicyCatalog& catalog) {
   Reproduction r;
   r.file = file;
-  r.scenario = load_scenario(doc, file);
+  r.scenario = load_scenario(doc, file, catalog);
   if (!r.scenario.reproduce) throw_input_error(file, 0, "reproduce", "missing the reproduce: block (paper, title, series)");
   if (!r.scenario.reproduce.IsMap()) throw_input_error(file, line_of(r.scenario.reproduce), "reproduce", "expected a mapping (paper, title, series)");
   YamlMap m(r.scenario.reproduce, file, "reproduce");

@@ -51,8 +51,8 @@ struct Reproduction {
 };
 
 // Loads a paper scenario; errors name the file, line and field of the `reproduce:` block.
-Reproduction load_reproduction_file(const std::string& path);
-Reproduction load_reproduction(const YAML::Node& doc, const std::string& file);
+Reproduction load_reproduction_file(const std::string& path, const PolicyCatalog& catalog);
+Reproduction load_reproduction(const YAML::Node& doc, const std::string& file, const PolicyCatalog& catalog);
 
 struct ReproRow {
   const PublishedFigure* figure = nullptr;

@@ -5,7 +5,7 @@
 // simulator reproduces exactly this time for a phase that runs alone.
 #pragma once
 #include "model/calibration.hpp"
-#include "model/dtype.hpp"
+#include "core/dtype.hpp"
 #include "model/hardware.hpp"
 #include "model/host.hpp"
 #include "model/phase.hpp"

@@ -1,6 +1,6 @@
 #include "model/scenario.hpp"
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "model/library.hpp"
 
 namespace kvsim {
@@ -83,18 +83,19 @@ DType parse_dtype_field(YamlMap& m, const std::string& key, DType fallback) {
 }
 
 // Applies "POLICY.PARAM=VALUE" to the chosen policies.
-PolicyChoice parse_policy(const YAML::Node& n, const std::string& file, const std::string& field) {
+PolicyChoice parse_policy(const YAML::Node& n, const std::string& file, const std::string& field,
+                          const PolicyCatalog& catalog) {
   std::string name;
   const int line = line_of(n);
   if (n.IsScalar()) name = n.Scalar();
   else if (n.IsMap() && n["name"] && n["name"].IsScalar()) name = n["name"].Scalar();
   else throw_input_error(file, line, field, "expected a policy name or a mapping with 'name' and parameters");
   PolicyChoice c;
-  c.policy = find_policy(name);
+  c.policy = catalog.find(name);
   if (!c.policy) {
     throw_input_error(file, line, field,
-                      "unknown policy '" + name + "'" + suggestion(name, policy_names()) + "; available: " +
-                          join(policy_names()));
+                      "unknown policy '" + name + "'" + suggestion(name, catalog.names()) + "; available: " +
+                          join(catalog.names()));
   }
   c.params = c.policy->defaults();
   if (n.IsMap()) {
@@ -111,11 +112,12 @@ PolicyChoice parse_policy(const YAML::Node& n, const std::string& file, const st
 }
 }  // namespace
 
-Scenario load_scenario_file(const std::string& path, const Overrides& o) {
-  return load_scenario(load_yaml_file(path), path, o);
+Scenario load_scenario_file(const std::string& path, const PolicyCatalog& catalog, const Overrides& o) {
+  return load_scenario(load_yaml_file(path), path, catalog, o);
 }
 
-Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Overrides& o) {
+Scenario load_scenario(const YAML::Node& doc, const std::string& file, const PolicyCatalog& catalog,
+                       const Overrides& o) {
   Scenario s;
   s.file = file;
   YamlMap top(doc, file, "");
@@ -204,16 +206,16 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Ove
   // Policies: a list of names or {name, params...}; --policy replaces the list.
   if (!o.policies.empty()) {
     top.node("policies");
-    for (const auto& p : o.policies) s.policies.push_back(parse_policy(YAML::Node(p), kCommandLine, "--policy"));
+    for (const auto& p : o.policies) s.policies.push_back(parse_policy(YAML::Node(p), kCommandLine, "--policy", catalog));
   } else {
     YAML::Node pl = top.node("policies");
     if (!pl) {
-      for (const Policy* p : all_policies()) s.policies.push_back({p, p->defaults()});
+      for (const Policy* p : catalog.policies) s.policies.push_back({p, p->defaults()});
     } else if (!pl.IsSequence() || pl.size() == 0) {
       top.fail("policies", "expected a non-empty list of policies (names or {name: ..., param: value})");
     } else {
       for (size_t i = 0; i < pl.size(); ++i)
-        s.policies.push_back(parse_policy(pl[i], file, "policies[" + std::to_string(i) + "]"));
+        s.policies.push_back(parse_policy(pl[i], file, "policies[" + std::to_string(i) + "]", catalog));
     }
   }
   for (const auto& set : o.sets) apply_set(set, s.policies);

@@ -56,11 +56,13 @@ struct Overrides {
   std::vector<std::string> sets;      // "POLICY.PARAM=VALUE"
 };
 
-Scenario load_scenario_file(const std::string& path, const Overrides& o = {});
+// Policy names resolve in `catalog` (the built-in table is policies/registry.hpp's policy_catalog()).
+Scenario load_scenario_file(const std::string& path, const PolicyCatalog& catalog, const Overrides& o = {});
 // Applies one "POLICY.PARAM=VALUE" (a --set) to the matching entries of `policies`; throws InputError
 // naming --set, the value and what is allowed.
 void apply_set(const std::string& set, std::vector<PolicyChoice>& policies);
-Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Overrides& o = {});
+Scenario load_scenario(const YAML::Node& doc, const std::string& file, const PolicyCatalog& catalog,
+                       const Overrides& o = {});
 
 // The deployment a scenario describes: its workload's settings and its implementation profile. The
 // result points into `s`, which must outlive it.

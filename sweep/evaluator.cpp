@@ -1,6 +1,7 @@
 #include "sweep/evaluator.hpp"
 
-#include "model/error.hpp"
+#include "core/error.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim::sweep {
 
@@ -66,7 +67,7 @@ Evaluator::Evaluator(const SweepSpec& spec, const PointSpace& space) : spec_(&sp
     o.context = "1";        // context lengths are checked per point against each model
     try {
       if (!c->error.empty()) throw InputError(c->error);
-      c->scenario = load_scenario(doc, spec.scenario_file, o);
+      c->scenario = load_scenario(doc, spec.scenario_file, policy_catalog(), o);
       c->deployment = scenario_deployment(c->scenario);
       c->valid = true;
     } catch (const InputError& e) {

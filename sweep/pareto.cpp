@@ -5,9 +5,10 @@
 #include <cstdlib>
 #include <map>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "model/policy.hpp"
 #include "sweep/csv.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim::sweep {
 

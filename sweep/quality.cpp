@@ -5,9 +5,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "model/atomic_file.hpp"
-#include "model/units.hpp"
-#include "traces/trace_file.hpp"
+#include "core/atomic_file.hpp"
+#include "core/units.hpp"
+#include "traces/format/trace_file.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim::sweep {
 

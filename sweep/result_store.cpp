@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "sweep/csv.hpp"
 
 namespace kvsim::sweep {

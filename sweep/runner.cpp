@@ -9,7 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "model/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "sweep/evaluator.hpp"
 #include "sweep/pareto.hpp"
 #include "sweep/quality.hpp"

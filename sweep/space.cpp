@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 
 namespace kvsim::sweep {
 

@@ -6,8 +6,9 @@
 #include <map>
 #include <set>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "model/library.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim::sweep {
 
@@ -397,12 +398,12 @@ SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
       o.policies.push_back(name);
     }
   }
-  s.base = load_scenario(s.scenario_doc, s.scenario_file, o);
+  s.base = load_scenario(s.scenario_doc, s.scenario_file, policy_catalog(), o);
   if (!o.policies.empty()) {
     // The scenario's own parameters for the policies it lists carry over.
     const YAML::Node own = s.scenario_doc["policies"];
     if (own && own.IsSequence()) {
-      const Scenario with_own = load_scenario(s.scenario_doc, s.scenario_file);
+      const Scenario with_own = load_scenario(s.scenario_doc, s.scenario_file, policy_catalog());
       for (PolicyChoice& c : s.base.policies)
         for (const PolicyChoice& oc : with_own.policies)
           if (oc.policy == c.policy) c.params = oc.params;

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "model/units.hpp"
+#include "core/units.hpp"
 
 namespace kvsim::sweep {
 

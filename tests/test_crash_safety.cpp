@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "tests/test_util.hpp"
-#include "traces/trace_file.hpp"
+#include "traces/format/trace_file.hpp"
 
 namespace kvsim {
 namespace {

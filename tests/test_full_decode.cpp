@@ -3,6 +3,7 @@
 
 #include "model/plan.hpp"
 #include "test_util.hpp"
+#include "policies/registry.hpp"
 
 using namespace kvsim;
 

@@ -4,16 +4,17 @@
 
 #include <gtest/gtest.h>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "model/scenario.hpp"
-#include "model/yaml_reader.hpp"
+#include "core/yaml_reader.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim {
 namespace {
 
 std::string scenario_error(const std::string& yaml) {
   try {
-    load_scenario(load_yaml_string(yaml, "fuzz.yaml"), "fuzz.yaml");
+    load_scenario(load_yaml_string(yaml, "fuzz.yaml"), "fuzz.yaml", policy_catalog());
   } catch (const InputError& e) {
     return e.what();
   }

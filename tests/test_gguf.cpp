@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "model/error.hpp"
-#include "traces/half.hpp"
+#include "core/error.hpp"
+#include "traces/format/half.hpp"
 #include "traces/llm/gguf.hpp"
 #include "tests/gguf_writer.hpp"
 

@@ -9,15 +9,15 @@
 
 #include <gtest/gtest.h>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "model/hardware.hpp"
 #include "model/host.hpp"
-#include "model/input_limits.hpp"
+#include "core/input_limits.hpp"
 #include "model/library.hpp"
 #include "model/model_config.hpp"
 #include "tests/gguf_writer.hpp"
 #include "traces/llm/gguf.hpp"
-#include "traces/safetensors.hpp"
+#include "traces/format/safetensors.hpp"
 
 namespace kvsim {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "traces/llm/capture.hpp"
 #include "traces/llm/gguf.hpp"
 #include "traces/llm/llama.hpp"

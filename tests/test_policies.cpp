@@ -7,10 +7,11 @@
 #include <set>
 
 #include "model/plan.hpp"
-#include "model/policies/blocks.hpp"
-#include "sim/decode_graph.hpp"
-#include "sim/resources.hpp"
+#include "policies/blocks.hpp"
+#include "model/decode_graph.hpp"
+#include "model/resources.hpp"
 #include "test_util.hpp"
+#include "policies/registry.hpp"
 
 using namespace kvsim;
 

@@ -6,14 +6,15 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/reference/reference.hpp"
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "test_util.hpp"
 #include "traces/llm/capture.hpp"
 #include "traces/llm/model_path.hpp"
 #include "traces/replay/model_loop.hpp"
 #include "traces/replay/replay.hpp"
-#include "traces/synthetic.hpp"
-#include "traces/trace_file.hpp"
+#include "traces/synthetic/synthetic.hpp"
+#include "traces/format/trace_file.hpp"
+#include "policies/registry.hpp"
 
 using namespace kvsim;
 using namespace kvsim::replay;

@@ -5,17 +5,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "model/plan.hpp"
 #include "model/reproduction.hpp"
 #include "test_util.hpp"
+#include "policies/registry.hpp"
 
 using namespace kvsim;
 
 namespace {
 
 Reproduction from_text(const std::string& yaml) {
-  return load_reproduction(load_yaml_string(yaml, "bad.yaml"), "bad.yaml");
+  return load_reproduction(load_yaml_string(yaml, "bad.yaml"), "bad.yaml", policy_catalog());
 }
 
 // A minimal valid paper scenario; `series` is spliced into the reproduce block.
@@ -40,7 +41,7 @@ TEST(Reproduce, EveryPaperScenarioRunsAndHasFigures) {
   ASSERT_GE(files.size(), 3u);
   for (const char* paper : {"sentencekv", "chunkkv", "sekv"}) EXPECT_FALSE(paper_scenarios(paper).empty()) << paper;
   for (const std::string& f : files) {
-    const Reproduction r = load_reproduction_file(f);
+    const Reproduction r = load_reproduction_file(f, policy_catalog());
     ASSERT_FALSE(r.figures.empty()) << f;
     const auto rows = reproduce(r);
     ASSERT_EQ(rows.size(), r.figures.size()) << f;
@@ -55,7 +56,7 @@ TEST(Reproduce, EveryPaperScenarioRunsAndHasFigures) {
 TEST(Reproduce, MemoryFiguresGivenWithTheirConfigurationMatchExactly) {
   int exact = 0;
   for (const std::string& f : paper_scenarios("")) {
-    const Reproduction r = load_reproduction_file(f);
+    const Reproduction r = load_reproduction_file(f, policy_catalog());
     for (const ReproRow& row : reproduce(r)) {
       if (!row.figure->exact) continue;
       ++exact;
@@ -71,7 +72,7 @@ TEST(Reproduce, OomRowsAreCompared) {
   // KV alone (128 GiB) exceeds HBM and the model agrees; at 128K the model's prefill workspace is
   // smaller than Hugging Face's, so it fits (docs/reproductions.md) and the row is a mismatch.
   const Reproduction r =
-      load_reproduction_file(std::string(KVSIM_SOURCE_DIR) + "/scenarios/papers/sentencekv/table5-longchat-7b.yaml");
+      load_reproduction_file(std::string(KVSIM_SOURCE_DIR) + "/scenarios/papers/sentencekv/table5-longchat-7b.yaml", policy_catalog());
   int oom = 0;
   for (const ReproRow& row : reproduce(r)) {
     if (!row.figure->oom) continue;
@@ -123,16 +124,16 @@ TEST(Reproduce, PlanAcceptsAndIgnoresTheReproduceBlock) {
   const Scenario s = load_scenario(load_yaml_string(scenario_with(
                                        "    - {source: T, policy: full, metric: tpot, unit: ms, contexts: [1], values: [1]}\n"),
                                                    "ok.yaml"),
-                                   "ok.yaml");
+                                   "ok.yaml", policy_catalog());
   EXPECT_TRUE(s.reproduce.IsMap());
   EXPECT_EQ(s.policies.size(), 1u);
 }
 
 TEST(Implementation, ExpandedGqaCachesEveryQueryHeadButKeepsTheProjections) {
   const char* base = "hardware: a40\nmodel: llama-3-8b\nworkload: {context_tokens: 2048, batch: 1}\npolicies: [full]\n";
-  const Scenario plain = load_scenario(load_yaml_string(base, "a.yaml"), "a.yaml");
+  const Scenario plain = load_scenario(load_yaml_string(base, "a.yaml"), "a.yaml", policy_catalog());
   const Scenario expanded =
-      load_scenario(load_yaml_string(std::string(base) + "implementation: {kv_expand_gqa: true}\n", "b.yaml"), "b.yaml");
+      load_scenario(load_yaml_string(std::string(base) + "implementation: {kv_expand_gqa: true}\n", "b.yaml"), "b.yaml", policy_catalog());
   const Deployment a = make_deployment(plain), b = make_deployment(expanded);
   EXPECT_DOUBLE_EQ(a.kv_bytes_per_token(), 131072);      // 2 x 32 layers x 8 KV heads x 128 x 2 B
   EXPECT_DOUBLE_EQ(b.kv_bytes_per_token(), 4 * 131072);  // 32 query heads
@@ -153,9 +154,9 @@ TEST(Implementation, WholePromptPrefillSizesTheWorkspaceByThePrompt) {
     };
     return peak(65536) - peak(16384);
   };
-  const Scenario chunked = load_scenario(load_yaml_string(base, "a.yaml"), "a.yaml");
+  const Scenario chunked = load_scenario(load_yaml_string(base, "a.yaml"), "a.yaml", policy_catalog());
   const Scenario whole =
-      load_scenario(load_yaml_string(std::string(base) + "implementation: {prefill: whole}\n", "b.yaml"), "b.yaml");
+      load_scenario(load_yaml_string(std::string(base) + "implementation: {prefill: whole}\n", "b.yaml"), "b.yaml", policy_catalog());
   // SnapKV keeps 1024 tokens: with an 8K-token chunk the peak grows only by one prompt layer's KV
   // (4 KiB per token); prefilling the whole prompt adds the activations of 48K more tokens.
   EXPECT_NEAR(peak_growth(chunked), 49152.0 * 4096, 1.0);
@@ -187,7 +188,7 @@ TEST(Implementation, ConcatAppendAndRepeatKvMultiplyTheCacheTraffic) {
   const char* base = "hardware: a40\nmodel: llama-3-8b\nworkload: {context_tokens: 4096, batch: 1}\npolicies: [full]\n";
   auto deployment_with = [&](const std::string& impl) {
     static Scenario s;  // make_deployment points into it; one at a time
-    s = load_scenario(load_yaml_string(std::string(base) + impl, "i.yaml"), "i.yaml");
+    s = load_scenario(load_yaml_string(std::string(base) + impl, "i.yaml"), "i.yaml", policy_catalog());
     return make_deployment(s);
   };
   const double row = 131072.0 / 32;  // one token's K and V in one layer of LLaMA-3-8B, bf16

@@ -5,9 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "model/scenario.hpp"
 #include "test_util.hpp"
+#include "policies/registry.hpp"
 
 using namespace kvsim;
 
@@ -15,7 +16,7 @@ namespace {
 // Loads a scenario from text; returns the error message, or "" when it loaded.
 std::string error_of(const std::string& yaml, const Overrides& o = {}) {
   try {
-    load_scenario(load_yaml_string(yaml, "s.yaml"), "s.yaml", o);
+    load_scenario(load_yaml_string(yaml, "s.yaml"), "s.yaml", policy_catalog(), o);
     return "";
   } catch (const InputError& e) {
     return e.what();
@@ -40,19 +41,19 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 }  // namespace
 
 TEST(Scenario, TheDocumentedExampleLoads) {
-  const Scenario s = load_scenario(load_yaml_string(kGood, "s.yaml"), "s.yaml");
+  const Scenario s = load_scenario(load_yaml_string(kGood, "s.yaml"), "s.yaml", policy_catalog());
   EXPECT_EQ(s.gpu.name, "h100-sxm");
   EXPECT_EQ(s.host.name, "xeon-w9-3495x");
   EXPECT_EQ(s.workload.context_tokens, (std::vector<int64_t>{16384, 131072}));
   EXPECT_EQ(s.workload.batch, 0);
   ASSERT_EQ(s.policies.size(), 1u);
   EXPECT_EQ(s.policies[0].policy->name(), "full");
-  EXPECT_NO_THROW(load_scenario_file(library_dir() + "/example.yaml"));
-  EXPECT_NO_THROW(load_scenario_file(library_dir() + "/default.yaml"));
+  EXPECT_NO_THROW(load_scenario_file(library_dir() + "/example.yaml", policy_catalog()));
+  EXPECT_NO_THROW(load_scenario_file(library_dir() + "/default.yaml", policy_catalog()));
 }
 
 TEST(Scenario, OmittedHostMeansTheHardwareDefault) {
-  const Scenario s = load_scenario(load_yaml_string(replace(kGood, "host: xeon-w9-3495x\n", ""), "s.yaml"), "s.yaml");
+  const Scenario s = load_scenario(load_yaml_string(replace(kGood, "host: xeon-w9-3495x\n", ""), "s.yaml"), "s.yaml", policy_catalog());
   EXPECT_EQ(s.host.name, test::gpu("h100-sxm").default_host);
 }
 
@@ -128,7 +129,7 @@ TEST(Scenario, Fp8NeedsHardwareSupport) {
 
 TEST(Scenario, Bf16ModelsDefaultToFp16WithoutBf16TensorCores) {
   const std::string y = replace(kGood, "h100-sxm", "v100-32g");
-  const Scenario s = load_scenario(load_yaml_string(y, "s.yaml"), "s.yaml");
+  const Scenario s = load_scenario(load_yaml_string(y, "s.yaml"), "s.yaml", policy_catalog());
   EXPECT_EQ(s.workload.weight_dtype, DType::fp16);
   EXPECT_EQ(s.workload.kv_dtype, DType::fp16);
   EXPECT_HAS(error_of(replace(y, "batch: max", "batch: max\n  weight_dtype: bf16")),
@@ -165,7 +166,7 @@ TEST(Scenario, CommandLineOverridesAreCheckedTheSameWay) {
   o.context = "[4096, 8192]";
   o.batch = "3";
   o.policies = {"full"};
-  const Scenario s = load_scenario(load_yaml_string(kGood, "s.yaml"), "s.yaml", o);
+  const Scenario s = load_scenario(load_yaml_string(kGood, "s.yaml"), "s.yaml", policy_catalog(), o);
   EXPECT_EQ(s.workload.context_tokens, (std::vector<int64_t>{4096, 8192}));
   EXPECT_EQ(s.workload.batch, 3);
   o = {};

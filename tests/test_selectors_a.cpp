@@ -10,9 +10,13 @@
 
 #include "kernels/reference/reference.hpp"
 #include "model/policy.hpp"
-#include "traces/replay/selector.hpp"
+#include "traces/select/selector.hpp"
 #include "traces/replay/replay.hpp"
-#include "traces/synthetic.hpp"
+#include "traces/synthetic/synthetic.hpp"
+#include "policies/registry.hpp"
+#include "policies/sentencekv/policy.hpp"
+#include "policies/chunkkv/policy.hpp"
+#include "policies/chess/policy.hpp"
 
 using namespace kvsim;
 using kvsim::replay::HeadSelection;
@@ -109,7 +113,7 @@ double needle_recall(replay::TraceSelector& sel) {
 
 TEST(SelectorsAChess, AllRatiosOneSelectsEveryToken) {
   const auto& d = tiny_data();
-  auto sel = replay::make_chess_selector(params("chess", {{"page_size", 16}, {"rho_grid", 1}, {"rho_chunk", 1}, {"rho_page", 1}}));
+  auto sel = policies::chess::make_selector(params("chess", {{"page_size", 16}, {"rho_grid", 1}, {"rho_chunk", 1}, {"rho_page", 1}}));
   run(*sel, d, 80, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
     for (const auto& o : out) ASSERT_EQ(int64_t(o.tokens.size()), p + 1);
   });
@@ -119,7 +123,7 @@ TEST(SelectorsAChess, HierarchicalMaskingNeverKeepsAChunkOfAPrunedGrid) {
   const auto& d = tiny_data();
   const int B = 16, Nc = 4, Ng = 4, W = 2;
   const double rg = 0.5, rc = 0.5, rp = 0.5;
-  auto sel = replay::make_chess_selector(params("chess", {{"page_size", B}, {"chunk_pages", Nc}, {"grid_chunks", Ng},
+  auto sel = policies::chess::make_selector(params("chess", {{"page_size", B}, {"chunk_pages", Nc}, {"grid_chunks", Ng},
                                                           {"rho_grid", rg}, {"rho_chunk", rc}, {"rho_page", rp},
                                                           {"sink_pages", 1}, {"window_pages", W}, {"reselect_pages", 1000}}));
   run(*sel, d, 1, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
@@ -167,7 +171,7 @@ TEST(SelectorsAChess, HierarchicalMaskingNeverKeepsAChunkOfAPrunedGrid) {
 TEST(SelectorsAChess, SinksAndWindowAlwaysPresent) {
   const auto& d = tiny_data();
   const int B = 16, W = 3, sinks = 2;
-  auto sel = replay::make_chess_selector(
+  auto sel = policies::chess::make_selector(
       params("chess", {{"page_size", B}, {"sink_pages", sinks}, {"window_pages", W}, {"reselect_pages", 3}}));
   double frac = 0;
   int64_t n = 0;
@@ -190,7 +194,7 @@ TEST(SelectorsAChess, PeriodicReselectionWithoutEntropy) {
   const TokensOverride src(tiny(), t);
   const TraceData d = load(src);
   const int B = 16;
-  auto sel = replay::make_chess_selector(params("chess", {{"page_size", B}, {"reselect_pages", 2}}));
+  auto sel = policies::chess::make_selector(params("chess", {{"page_size", B}, {"reselect_pages", 2}}));
   int64_t steps = 0;
   run(*sel, d, 1 << 30, [&](int64_t, int64_t, const std::vector<HeadSelection>&) { ++steps; });
   const auto st = sel->statistics();
@@ -214,7 +218,7 @@ TEST(SelectorsAChess, UncertaintyTriggerAfterCalibration) {
   for (int64_t i = 128; i < 144; ++i) t.entropy[size_t(i)] = 4.f;
   const TokensOverride src(tiny(), t);
   const TraceData d = load(src);
-  auto sel = replay::make_chess_selector(params("chess", {{"page_size", B}, {"reselect_pages", 2}}));
+  auto sel = policies::chess::make_selector(params("chess", {{"page_size", B}, {"reselect_pages", 2}}));
   std::vector<int64_t> changes;
   std::vector<int32_t> prev;
   run(*sel, d, 1 << 30, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
@@ -240,7 +244,7 @@ TEST(SelectorsAChess, SyntheticEntropySpikesTriggerReselection) {
   const SyntheticTrace tr(load_synthetic_config("tiny", {{"entropy_spike", "16"}, {"generated_tokens", "512"}, {"drift_steps", "96"}}));
   const TraceData d = load(tr);
   const int B = 8;
-  auto sel = replay::make_chess_selector(params("chess", {{"page_size", B}, {"reselect_pages", 2}}));
+  auto sel = policies::chess::make_selector(params("chess", {{"page_size", B}, {"reselect_pages", 2}}));
   int64_t steps = 0;
   run(*sel, d, 1 << 30, [&](int64_t, int64_t, const std::vector<HeadSelection>&) { ++steps; });
   const auto st = sel->statistics();
@@ -255,7 +259,7 @@ TEST(SelectorsAChess, KeyKeyAffinityFavoursTheCurrentTopic) {
   const auto& tr = tiny();
   const auto& d = tiny_data();
   const int B = 16, W = 4;
-  auto sel = replay::make_chess_selector(params("chess", {{"page_size", B}, {"window_pages", W}, {"sink_pages", 1},
+  auto sel = policies::chess::make_selector(params("chess", {{"page_size", B}, {"window_pages", W}, {"sink_pages", 1},
                                                           {"rho_grid", 0.5}, {"rho_chunk", 0.5}, {"rho_page", 0.5}}));
   const auto& topic = tr.token_topics();
   run(*sel, d, 1, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
@@ -278,7 +282,7 @@ TEST(SelectorsAChess, NeedleNeedsAKeySideSignal) {
   // outside the needle carries its topic), and CHESS's key-key affinity never looks at a query, so
   // at a moderate budget it keeps the needle only by chance. Recorded so that a generator change giving
   // the question's keys the needle's topic shows up here.
-  auto sel = replay::make_chess_selector(params("chess", {{"rho_grid", 0.8}, {"rho_chunk", 0.7}, {"rho_page", 0.7}, {"page_size", 16}}));
+  auto sel = policies::chess::make_selector(params("chess", {{"rho_grid", 0.8}, {"rho_chunk", 0.7}, {"rho_page", 0.7}, {"page_size", 16}}));
   const double r = needle_recall(*sel);
   EXPECT_LT(r, 0.5);
   EXPECT_GT(sel->statistics().at("selected_fraction").value, 0.3);  // a moderate budget
@@ -288,7 +292,7 @@ TEST(SelectorsAChess, NeedleNeedsAKeySideSignal) {
 
 TEST(SelectorsASentenceKv, LargeBudgetAttendsEverything) {
   const auto& d = tiny_data();
-  auto sel = replay::make_sentencekv_selector(params("sentencekv", {{"token_budget", 1e6}, {"keep_factor", 100}}));
+  auto sel = policies::sentencekv::make_selector(params("sentencekv", {{"token_budget", 1e6}, {"keep_factor", 100}}));
   run(*sel, d, 40, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
     for (const auto& o : out) ASSERT_EQ(int64_t(o.tokens.size()), p + 1);
   });
@@ -297,7 +301,7 @@ TEST(SelectorsASentenceKv, LargeBudgetAttendsEverything) {
 TEST(SelectorsASentenceKv, SentencesTakenInScoreOrder) {
   const auto& d = tiny_data();
   const int64_t tau = 64, sinks = 32, recent = 32, N = 32;
-  auto sel = replay::make_sentencekv_selector(
+  auto sel = policies::sentencekv::make_selector(
       params("sentencekv", {{"token_budget", double(tau)}, {"keep_factor", 1e4}, {"sinks", double(sinks)}, {"recent", double(recent)}}));
   const int64_t P = d.P;
   // keep_factor large: every candidate token [sinks, P - N) is kept, so sentence vectors are the means
@@ -337,7 +341,7 @@ TEST(SelectorsASentenceKv, SentencesTakenInScoreOrder) {
 
 TEST(SelectorsASentenceKv, PerSentenceReselectsOnlyAtSentenceBoundaries) {
   const auto& d = tiny_data();
-  auto per_sentence = replay::make_sentencekv_selector(params("sentencekv", {{"token_budget", 128}, {"reselect", 1}}));
+  auto per_sentence = policies::sentencekv::make_selector(params("sentencekv", {{"token_budget", 128}, {"reselect", 1}}));
   int64_t first = -1, last = -1, steps = 0;
   std::vector<int32_t> prev;
   std::vector<int64_t> changed_at;
@@ -360,7 +364,7 @@ TEST(SelectorsASentenceKv, PerSentenceReselectsOnlyAtSentenceBoundaries) {
   EXPECT_NEAR(st.at("reselect_fraction").value, double(1 + boundaries.size()) / double(steps), 1e-12);
   for (int64_t p : changed_at) EXPECT_TRUE(boundaries.count(p)) << p;
 
-  auto per_step = replay::make_sentencekv_selector(params("sentencekv", {{"token_budget", 128}, {"reselect", 0}}));
+  auto per_step = policies::sentencekv::make_selector(params("sentencekv", {{"token_budget", 128}, {"reselect", 0}}));
   run(*per_step, d, 1 << 30, [](int64_t, int64_t, const std::vector<HeadSelection>&) {});
   EXPECT_EQ(per_step->statistics().at("reselections").value, double(steps));
   const auto s2 = per_step->statistics();
@@ -374,7 +378,7 @@ TEST(SelectorsASentenceKv, PerSentenceReselectsOnlyAtSentenceBoundaries) {
 
 TEST(SelectorsASentenceKv, NeedleFoundAtModerateBudget) {
   // The paper's NIAH setting: tau = 128, r = 3 (§A.5).
-  auto sel = replay::make_sentencekv_selector(params("sentencekv", {{"token_budget", 128}, {"keep_factor", 3}}));
+  auto sel = policies::sentencekv::make_selector(params("sentencekv", {{"token_budget", 128}, {"keep_factor", 3}}));
   EXPECT_GE(needle_recall(*sel), 0.5);
 }
 
@@ -407,7 +411,7 @@ void check_chunks(const std::vector<int32_t>& toks, int64_t P, int64_t c, int64_
 TEST(SelectorsAChunkKv, WholeChunksPlusWindow) {
   const auto& d = tiny_data();
   for (int c : {10, 7}) {
-    auto sel = replay::make_chunkkv_selector(params("chunkkv", {{"chunk_size", c}, {"budget_ratio", 0.1}, {"reuse_layers", 1}}));
+    auto sel = policies::chunkkv::make_selector(params("chunkkv", {{"chunk_size", c}, {"budget_ratio", 0.1}, {"reuse_layers", 1}}));
     run(*sel, d, 3, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
       for (const auto& o : out) {
         check_chunks(o.tokens, d.P, c, 32, int64_t(std::floor(0.1 * double(d.P))));
@@ -418,7 +422,7 @@ TEST(SelectorsAChunkKv, WholeChunksPlusWindow) {
     EXPECT_GT(st.at("kept_fraction").value, 0.05);
     EXPECT_LE(st.at("kept_fraction").value, 0.1);
   }
-  auto sel = replay::make_chunkkv_selector(params("chunkkv", {{"budget_tokens", 100}, {"obs_window", 16}}));
+  auto sel = policies::chunkkv::make_selector(params("chunkkv", {{"budget_tokens", 100}, {"obs_window", 16}}));
   run(*sel, d, 1, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) {
     for (const auto& o : out) check_chunks(o.tokens, d.P, 10, 16, 100);
   });
@@ -428,8 +432,8 @@ TEST(SelectorsAChunkKv, LayerWiseIndexReuse) {
   const auto& d = tiny_data();
   ASSERT_EQ(d.layers, 2);
   const int H = d.kv_heads;
-  auto reuse2 = replay::make_chunkkv_selector(params("chunkkv", {{"reuse_layers", 2}}));
-  auto reuse1 = replay::make_chunkkv_selector(params("chunkkv", {{"reuse_layers", 1}}));
+  auto reuse2 = policies::chunkkv::make_selector(params("chunkkv", {{"reuse_layers", 2}}));
+  auto reuse1 = policies::chunkkv::make_selector(params("chunkkv", {{"reuse_layers", 1}}));
   std::vector<HeadSelection> a, b;
   run(*reuse2, d, 1, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) { a = out; });
   run(*reuse1, d, 1, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) { b = out; });
@@ -447,7 +451,7 @@ TEST(SelectorsAChunkKv, LayerWiseIndexReuse) {
 }
 
 TEST(SelectorsAChunkKv, NeedleFoundAtModerateBudget) {
-  auto sel = replay::make_chunkkv_selector(params("chunkkv", {{"budget_ratio", 0.1}, {"reuse_layers", 1}}));
+  auto sel = policies::chunkkv::make_selector(params("chunkkv", {{"budget_ratio", 0.1}, {"reuse_layers", 1}}));
   EXPECT_GE(needle_recall(*sel), 0.5);
 }
 
@@ -456,9 +460,9 @@ TEST(SelectorsAChunkKv, NeedleFoundAtModerateBudget) {
 TEST(SelectorsAAll, PrefillStartsStatisticsOver) {
   const auto& d = tiny_data();
   std::vector<std::unique_ptr<replay::TraceSelector>> sels;
-  sels.push_back(replay::make_chess_selector(params("chess", {{"page_size", 16}, {"reselect_pages", 2}})));
-  sels.push_back(replay::make_sentencekv_selector(params("sentencekv", {{"token_budget", 128}, {"reselect", 1}})));
-  sels.push_back(replay::make_chunkkv_selector(params("chunkkv", {})));
+  sels.push_back(policies::chess::make_selector(params("chess", {{"page_size", 16}, {"reselect_pages", 2}})));
+  sels.push_back(policies::sentencekv::make_selector(params("sentencekv", {{"token_budget", 128}, {"reselect", 1}})));
+  sels.push_back(policies::chunkkv::make_selector(params("chunkkv", {})));
   for (auto& sel : sels) {
     std::vector<std::vector<HeadSelection>> first, second;
     run(*sel, d, 64, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) { first.push_back(out); });
@@ -482,8 +486,8 @@ TEST(SelectorsAChunkKv, ReuseCopiesTheFirstLayersChoice) {
   const auto& tr = tiny();
   ASSERT_FALSE(tr.is_retrieval_head(0, 0));
   ASSERT_TRUE(tr.is_retrieval_head(1, 0));
-  auto reuse1 = replay::make_chunkkv_selector(params("chunkkv", {{"reuse_layers", 1}}));
-  auto reuse2 = replay::make_chunkkv_selector(params("chunkkv", {{"reuse_layers", 2}}));
+  auto reuse1 = policies::chunkkv::make_selector(params("chunkkv", {{"reuse_layers", 1}}));
+  auto reuse2 = policies::chunkkv::make_selector(params("chunkkv", {{"reuse_layers", 2}}));
   EXPECT_GE(needle_recall(*reuse1), 0.5);
   EXPECT_LT(needle_recall(*reuse2), 0.5);
 }
@@ -496,9 +500,9 @@ TEST(SelectorsAAll, StoredSubsetsOfLayersAndHeads) {
   ASSERT_EQ(d.kv_heads, 1);
   ASSERT_EQ(d.group_of[0].size(), 2u);
   std::vector<std::unique_ptr<replay::TraceSelector>> sels;
-  sels.push_back(replay::make_chess_selector(params("chess", {{"page_size", 16}})));
-  sels.push_back(replay::make_sentencekv_selector(params("sentencekv", {{"token_budget", 128}, {"keep_factor", 3}})));
-  sels.push_back(replay::make_chunkkv_selector(params("chunkkv", {})));
+  sels.push_back(policies::chess::make_selector(params("chess", {{"page_size", 16}})));
+  sels.push_back(policies::sentencekv::make_selector(params("sentencekv", {{"token_budget", 128}, {"keep_factor", 3}})));
+  sels.push_back(policies::chunkkv::make_selector(params("chunkkv", {})));
   for (auto& sel : sels) {
     int64_t steps = 0;
     run(*sel, d, 1 << 30, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {

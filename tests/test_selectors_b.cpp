@@ -14,10 +14,13 @@
 #include "kernels/reference/reference.hpp"
 #include "traces/replay/replay.hpp"
 #include "model/policy.hpp"
-#include "traces/replay/selector.hpp"
-#include "traces/replay/selectors/ctkvr.hpp"
-#include "traces/replay/selectors/sekv.hpp"
-#include "traces/synthetic.hpp"
+#include "traces/select/selector.hpp"
+#include "policies/ctkvr/selector.hpp"
+#include "policies/sekv/selector.hpp"
+#include "traces/synthetic/synthetic.hpp"
+#include "policies/registry.hpp"
+#include "policies/sekv/policy.hpp"
+#include "policies/ctkvr/policy.hpp"
 
 namespace kvsim {
 namespace {
@@ -78,7 +81,7 @@ TEST(SelectorsBSekv, BoundariesAreSurprisalAboveMuPlusAlphaSigma) {
   const Tiny& t = tiny();
   const auto& H = t.tr.tokens().surprisal;
   for (double alpha : {0.5, 1.0, 2.0}) {
-    replay::SekvSelector sel(params("sekv", {{"alpha", alpha}, {"local_window", 64}}));
+    policies::sekv::SekvSelector sel(params("sekv", {{"alpha", alpha}, {"local_window", 64}}));
     sel.prefill(t.D);
     double mu = 0, var = 0;
     for (int64_t i = 1; i < t.D.P; ++i) mu += H[size_t(i)];
@@ -118,8 +121,8 @@ TEST(SelectorsBSekv, BoundariesAreSurprisalAboveMuPlusAlphaSigma) {
 
 TEST(SelectorsBSekv, ReconstructionErrorEqualsDiscardedEnergy) {
   const Tiny& t = tiny();
-  replay::SekvSelector sel(params("sekv", {{"local_window", 64}, {"max_rank", 8}, {"min_span", 8}}),
-                           replay::SekvOptions{0.8, 0.05, -1});
+  policies::sekv::SekvSelector sel(params("sekv", {{"local_window", 64}, {"max_rank", 8}, {"min_span", 8}}),
+                           policies::sekv::SekvOptions{0.8, 0.05, -1});
   sel.prefill(t.D);
   ASSERT_GT(sel.spans().size(), 5u);
   const int d = t.D.d;
@@ -160,7 +163,7 @@ TEST(SelectorsBSekv, ReconstructionErrorEqualsDiscardedEnergy) {
 
 TEST(SelectorsBSekv, CoarseEntriesAreWeightedMeansWithLogSpanBias) {
   const Tiny& t = tiny();
-  replay::SekvSelector sel(params("sekv", {{"local_window", 64}, {"budget_ratio", 0.01}}));
+  policies::sekv::SekvSelector sel(params("sekv", {{"local_window", 64}, {"budget_ratio", 0.01}}));
   sel.prefill(t.D);
   EXPECT_EQ(sel.zoom_budget(), 0.0);
   const int64_t s = t.first_decode() + 5;
@@ -209,8 +212,8 @@ TEST(SelectorsBSekv, CoarseEntriesAreWeightedMeansWithLogSpanBias) {
 
 TEST(SelectorsBSekv, ZoomEverySpanAtFullRankIsFullAttention) {
   const Tiny& t = tiny();
-  replay::SekvSelector sel(params("sekv", {{"local_window", 64}, {"max_rank", 64}, {"budget_ratio", 1}}),
-                           replay::SekvOptions{1.0, 0.05, 1e9});
+  policies::sekv::SekvSelector sel(params("sekv", {{"local_window", 64}, {"max_rank", 64}, {"budget_ratio", 1}}),
+                           policies::sekv::SekvOptions{1.0, 0.05, 1e9});
   sel.prefill(t.D);
   const int d = t.D.d;
   std::vector<float> o1(static_cast<size_t>(d)), o2(static_cast<size_t>(d));
@@ -243,7 +246,7 @@ TEST(SelectorsBSekv, ZoomEverySpanAtFullRankIsFullAttention) {
 TEST(SelectorsBSekv, BudgetCapsZoomInScoreOrder) {
   const Tiny& t = tiny();
   const ParamValues pv = params("sekv", {{"local_window", 64}, {"budget_ratio", 0.6}, {"min_span", 8}});
-  replay::SekvSelector sel(pv);
+  policies::sekv::SekvSelector sel(pv);
   sel.prefill(t.D);
   const double m = double(sel.spans().size());
   const double want = 0.6 * double(t.D.P) - double(sel.full_tokens().size()) - m - m * 2 * 32 / (2.0 * t.D.d);
@@ -265,13 +268,13 @@ TEST(SelectorsBSekv, BudgetCapsZoomInScoreOrder) {
         EXPECT_TRUE(std::is_sorted(hs.tokens.begin(), hs.tokens.end()));
       }
   }
-  const auto st = replay::make_sekv_selector(pv);
+  const auto st = policies::sekv::make_selector(pv);
   ASSERT_TRUE(st);
 }
 
 TEST(SelectorsBSekv, DefaultsRunThroughTheFactory) {
   const Tiny& t = tiny();
-  auto sel = replay::make_sekv_selector(find_policy("sekv")->defaults());
+  auto sel = policies::sekv::make_selector(find_policy("sekv")->defaults());
   sel->prefill(t.D);
   for (int64_t s = t.first_decode(); s < t.D.S; s += 64) run_select(*sel, t.D, s);
   const auto st = sel->statistics();
@@ -291,7 +294,7 @@ ParamValues ctkvr_small(std::vector<std::pair<std::string, double>> extra = {}) 
 
 TEST(SelectorsBCtkvr, RecallIsDeduplicatedAndAlphaIsUniqueOverRhoCPrime) {
   const Tiny& t = tiny();
-  replay::CtkvrSelector sel(ctkvr_small());
+  policies::ctkvr::CtkvrSelector sel(ctkvr_small());
   sel.prefill(t.D);
   EXPECT_EQ(sel.centroids(), 32);  // capped by the 32 prompt query rows of tiny
   double sum = 0;
@@ -327,8 +330,8 @@ TEST(SelectorsBCtkvr, RecallIsDeduplicatedAndAlphaIsUniqueOverRhoCPrime) {
 TEST(SelectorsBCtkvr, EveryCentroidEveryKeySelectsEveryToken) {
   const Tiny& t = tiny();
   const double P = double(t.D.P);
-  replay::CtkvrSelector sel(ctkvr_small({{"probes", 32}, {"per_centroid", P}, {"budget_tokens", P}, {"local_tokens", 300}}),
-                            replay::CtkvrOptions{false, true});
+  policies::ctkvr::CtkvrSelector sel(ctkvr_small({{"probes", 32}, {"per_centroid", P}, {"budget_tokens", P}, {"local_tokens", 300}}),
+                            policies::ctkvr::CtkvrOptions{false, true});
   sel.prefill(t.D);
   const int64_t s0 = t.first_decode();
   for (int64_t s = s0; s < t.D.S; s += 31) {
@@ -344,7 +347,7 @@ TEST(SelectorsBCtkvr, EveryCentroidEveryKeySelectsEveryToken) {
 
 TEST(SelectorsBCtkvr, FifoUpdateKeepsCCentroidsAndReplacesTheOldest) {
   const Tiny& t = tiny();
-  replay::CtkvrSelector sel(ctkvr_small({{"centroids", 8}}));
+  policies::ctkvr::CtkvrSelector sel(ctkvr_small({{"centroids", 8}}));
   sel.prefill(t.D);
   const int C = sel.centroids(), d = t.D.d, rho = sel.rho();
   ASSERT_EQ(C, 8);
@@ -378,7 +381,7 @@ TEST(SelectorsBCtkvr, FifoUpdateKeepsCCentroidsAndReplacesTheOldest) {
       }
   }
   // without the update the index never changes
-  replay::CtkvrSelector fixed(ctkvr_small({{"centroids", 8}}), replay::CtkvrOptions{false, false});
+  policies::ctkvr::CtkvrSelector fixed(ctkvr_small({{"centroids", 8}}), policies::ctkvr::CtkvrOptions{false, false});
   fixed.prefill(t.D);
   const auto before = fixed.head(1, 1).ivf;
   for (int k = 0; k < 5; ++k) run_select(fixed, t.D, s0 + k);
@@ -387,7 +390,7 @@ TEST(SelectorsBCtkvr, FifoUpdateKeepsCCentroidsAndReplacesTheOldest) {
 
 TEST(SelectorsBCtkvr, InitAndLocalTokensAreAlwaysAttended) {
   const Tiny& t = tiny();
-  replay::CtkvrSelector sel(ctkvr_small({{"init_tokens", 16}, {"local_tokens", 100}}));
+  policies::ctkvr::CtkvrSelector sel(ctkvr_small({{"init_tokens", 16}, {"local_tokens", 100}}));
   sel.prefill(t.D);
   for (int64_t s = t.first_decode(); s < t.D.S; s += 3) {
     const int64_t p = t.D.position(s);
@@ -413,7 +416,7 @@ TEST(SelectorsBCtkvr, KeepsTheNeedleForRetrievalHeads) {
   const auto& needles = t.tr.needle_spans();
   ASSERT_EQ(needles.size(), 1u);
   const auto [nb, ne] = needles[0];
-  replay::CtkvrSelector sel(ctkvr_small());
+  policies::ctkvr::CtkvrSelector sel(ctkvr_small());
   sel.prefill(t.D);
   double kept = 0;
   int obs = 0;
@@ -471,9 +474,9 @@ double mean_rel_error(replay::TraceSelector& sel, const TraceData& D, int64_t s0
 TEST(SelectorsBSekv, ZoomingReducesTheOutputError) {
   const Tiny& t = tiny();
   const int64_t s0 = t.first_decode();
-  replay::SekvSelector coarse(params("sekv", {{"local_window", 64}, {"budget_ratio", 0.01}, {"min_span", 8}}));
+  policies::sekv::SekvSelector coarse(params("sekv", {{"local_window", 64}, {"budget_ratio", 0.01}, {"min_span", 8}}));
   coarse.prefill(t.D);
-  replay::SekvSelector zoom(params("sekv", {{"local_window", 64}, {"budget_ratio", 0.6}, {"min_span", 8}}));
+  policies::sekv::SekvSelector zoom(params("sekv", {{"local_window", 64}, {"budget_ratio", 0.6}, {"min_span", 8}}));
   zoom.prefill(t.D);
   const double e0 = mean_rel_error(coarse, t.D, s0, 16), e1 = mean_rel_error(zoom, t.D, s0, 16);
   std::printf("sekv tiny: output error coarse only %.4f, with zoom %.4f (zoom_rate %.3f)\n", e0, e1,

@@ -6,9 +6,10 @@
 
 #include "model/plan.hpp"
 #include "sim/fair_share.hpp"
-#include "sim/resources.hpp"
+#include "model/resources.hpp"
 #include "sim/step_graph.hpp"
 #include "test_util.hpp"
+#include "policies/registry.hpp"
 
 using namespace kvsim;
 using namespace kvsim::sim;

@@ -7,12 +7,13 @@
 
 #include "test_util.hpp"
 #include "traces/llm/text_span.hpp"
-#include "traces/memory_trace.hpp"
+#include "traces/format/memory_trace.hpp"
 #include "traces/replay/budget.hpp"
 #include "traces/replay/replay.hpp"
 #include "traces/replay/studies.hpp"
-#include "traces/synthetic.hpp"
-#include "traces/trace_file.hpp"
+#include "traces/synthetic/synthetic.hpp"
+#include "traces/format/trace_file.hpp"
+#include "policies/registry.hpp"
 
 using namespace kvsim;
 using namespace kvsim::replay;

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <thread>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include <nlohmann/json.hpp>
 
 #include "sweep/csv.hpp"

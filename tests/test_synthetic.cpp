@@ -11,11 +11,11 @@
 #include <numeric>
 #include <random>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "test_util.hpp"
-#include "traces/half.hpp"
-#include "traces/rope.hpp"
-#include "traces/synthetic.hpp"
+#include "traces/format/half.hpp"
+#include "traces/synthetic/rope.hpp"
+#include "traces/synthetic/synthetic.hpp"
 
 using namespace kvsim;
 

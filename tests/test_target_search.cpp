@@ -6,10 +6,11 @@
 
 #include <cmath>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "model/library.hpp"
 #include "sweep/target_search.hpp"
 #include "test_util.hpp"
+#include "policies/registry.hpp"
 
 using namespace kvsim;
 using namespace kvsim::sweep;

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
-#include "traces/synthetic.hpp"
-#include "traces/trace_file.hpp"
+#include "traces/synthetic/synthetic.hpp"
+#include "traces/format/trace_file.hpp"
 
 using namespace kvsim;
 

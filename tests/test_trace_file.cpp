@@ -13,11 +13,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "model/error.hpp"
-#include "traces/memory_trace.hpp"
-#include "traces/safetensors.hpp"
-#include "traces/trace_file.hpp"
-#include "traces/trace_meta_json.hpp"
+#include "core/error.hpp"
+#include "traces/format/memory_trace.hpp"
+#include "traces/format/safetensors.hpp"
+#include "traces/format/trace_file.hpp"
+#include "traces/format/trace_meta_json.hpp"
 
 namespace kvsim {
 namespace {

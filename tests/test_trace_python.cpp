@@ -10,7 +10,7 @@
 #include <regex>
 
 #include "tests/test_util.hpp"
-#include "traces/trace_file.hpp"
+#include "traces/format/trace_file.hpp"
 
 namespace kvsim {
 namespace {

@@ -4,10 +4,10 @@
 
 #include <cmath>
 
-#include "model/error.hpp"
-#include "traces/memory_trace.hpp"
-#include "traces/profile.hpp"
-#include "traces/slice.hpp"
+#include "core/error.hpp"
+#include "traces/format/memory_trace.hpp"
+#include "traces/format/profile.hpp"
+#include "traces/format/slice.hpp"
 
 namespace kvsim {
 namespace {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cuda_device.hpp"
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "model/roofline.hpp"
 #include "test_util.hpp"
 

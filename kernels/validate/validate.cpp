@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "model/yaml_reader.hpp"
+#include "core/yaml_reader.hpp"
 
 namespace kvsim::validate {
 namespace {

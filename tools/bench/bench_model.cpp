@@ -5,6 +5,7 @@
 
 #include "model/library.hpp"
 #include "model/plan.hpp"
+#include "policies/registry.hpp"
 
 namespace {
 using namespace kvsim;

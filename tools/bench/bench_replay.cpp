@@ -5,7 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include "traces/replay/replay.hpp"
-#include "traces/synthetic.hpp"
+#include "traces/synthetic/synthetic.hpp"
 
 namespace {
 using namespace kvsim;

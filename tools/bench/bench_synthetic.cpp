@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "traces/synthetic.hpp"
+#include "traces/synthetic/synthetic.hpp"
 
 namespace {
 using namespace kvsim;

@@ -8,15 +8,15 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "model/atomic_file.hpp"
-#include "model/error.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "model/library.hpp"
 #include "model/plan.hpp"
 #include "model/report.hpp"
 #include "model/scenario.hpp"
-#include "model/units.hpp"
-#include "sim/decode_graph.hpp"
-#include "sim/resources.hpp"
+#include "core/units.hpp"
+#include "model/decode_graph.hpp"
+#include "model/resources.hpp"
 #include "sim/timeline.hpp"
 #include "tools/kvsim/host_probe.hpp"
 #include "tools/kvsim/replay_cmd.hpp"
@@ -26,6 +26,7 @@
 #include "tools/kvsim/sweep_cmd.hpp"
 #include "tools/kvsim/target_plan_cmd.hpp"
 #include "tools/kvsim/validate_cmd.hpp"
+#include "policies/registry.hpp"
 
 #ifndef KVSIM_VERSION
 #define KVSIM_VERSION "0.1.0"
@@ -61,7 +62,7 @@ int run_plan(PlanOptions& p) {
   if (!p.context.empty()) p.o.context = p.context.find(',') != std::string::npos ? "[" + p.context + "]" : p.context;
   if (!p.output.empty()) p.o.output = p.output;
   if (!p.batch.empty()) p.o.batch = p.batch;
-  const Scenario s = load_scenario_file(p.scenario, p.o);
+  const Scenario s = load_scenario_file(p.scenario, policy_catalog(), p.o);
   if (target_requested(*p.target)) return run_target_plan(*p.target, s, p.format, p.out);
   const Workload& w = s.workload;
   const Deployment d = make_deployment(s);

@@ -6,14 +6,14 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
-#include "model/atomic_file.hpp"
-#include "model/error.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "model/library.hpp"
 #include "model/plan.hpp"
 #include "model/scenario.hpp"
-#include "model/units.hpp"
-#include "sim/decode_graph.hpp"
-#include "sim/resources.hpp"
+#include "core/units.hpp"
+#include "model/decode_graph.hpp"
+#include "model/resources.hpp"
 #include "sim/timeline.hpp"
 #include "tools/kvsim/progress.hpp"
 #include "traces/llm/gguf.hpp"
@@ -23,7 +23,8 @@
 #include "traces/replay/budget.hpp"
 #include "traces/replay/model_loop.hpp"
 #include "traces/replay/replay.hpp"
-#include "traces/trace_file.hpp"
+#include "traces/format/trace_file.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim {
 
@@ -188,11 +189,11 @@ int run_replay_command(ReplayCommand& c) {
   o.policies = names;
   o.sets = c.sets;
   const std::string scenario_file = c.scenario.empty() ? library_dir() + "/default.yaml" : c.scenario;
-  Scenario s = load_scenario_file(scenario_file, o);
+  Scenario s = load_scenario_file(scenario_file, policy_catalog(), o);
   {
     // o.policies replaced the scenario's list (with defaults): keep the parameters the scenario's own
     // list gives a policy, then the --set values on top.
-    const Scenario own = load_scenario_file(scenario_file);
+    const Scenario own = load_scenario_file(scenario_file, policy_catalog());
     for (PolicyChoice& pc : s.policies) {
       const ParamValues set_values = pc.params;
       for (const PolicyChoice& oc : own.policies)

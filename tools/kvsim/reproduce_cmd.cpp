@@ -4,9 +4,10 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "model/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "model/report.hpp"
 #include "model/reproduction.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim {
 
@@ -191,7 +192,7 @@ int run_reproduce_command(ReproduceCommand& c) {
   std::vector<Loaded> all;
   all.reserve(files.size());
   for (const std::string& f : files) {
-    all.push_back({load_reproduction_file(f), {}});
+    all.push_back({load_reproduction_file(f, policy_catalog()), {}});
     all.back().rows = reproduce(all.back().r);
   }
   std::string text = c.format == "json" ? to_json(all).dump(2) + "\n" : c.format == "csv" ? to_csv(all) : table(all);

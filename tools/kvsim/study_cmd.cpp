@@ -3,13 +3,14 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "model/atomic_file.hpp"
-#include "model/error.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "model/policy.hpp"
 #include "model/scenario.hpp"
-#include "model/units.hpp"
+#include "core/units.hpp"
 #include "traces/replay/studies.hpp"
-#include "traces/trace_file.hpp"
+#include "traces/format/trace_file.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim {
 

@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
-#include "model/atomic_file.hpp"
-#include "model/error.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "sweep/pareto.hpp"
 #include "sweep/result_store.hpp"
 #include "sweep/runner.hpp"

@@ -8,14 +8,15 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
-#include "model/atomic_file.hpp"
-#include "model/error.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "model/policy.hpp"
-#include "model/units.hpp"
+#include "core/units.hpp"
 #include "sweep/evaluator.hpp"
 #include "sweep/quality.hpp"
 #include "sweep/target_search.hpp"
 #include "traces/replay/replay.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim {
 

@@ -7,14 +7,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "model/atomic_file.hpp"
-#include "model/error.hpp"
-#include "model/units.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
 #include "tools/kvsim/progress.hpp"
-#include "traces/profile.hpp"
-#include "traces/slice.hpp"
-#include "traces/synthetic.hpp"
-#include "traces/trace_file.hpp"
+#include "traces/format/profile.hpp"
+#include "traces/format/slice.hpp"
+#include "traces/synthetic/synthetic.hpp"
+#include "traces/format/trace_file.hpp"
 #include "traces/llm/capture.hpp"
 #include "traces/llm/model_path.hpp"
 

@@ -6,10 +6,10 @@
 
 #include "kernels/cuda_device.hpp"
 #include "kernels/validate/validate.hpp"
-#include "model/atomic_file.hpp"
-#include "model/error.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "model/library.hpp"
-#include "model/units.hpp"
+#include "core/units.hpp"
 #include "tools/kvsim/host_probe.hpp"
 
 namespace kvsim {

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <random>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 
 namespace kvsim::llm {
 

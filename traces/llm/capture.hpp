@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "model/dtype.hpp"
+#include "core/dtype.hpp"
 #include "traces/llm/llama.hpp"
-#include "traces/memory_trace.hpp"
+#include "traces/format/memory_trace.hpp"
 
 namespace kvsim::llm {
 

@@ -11,9 +11,9 @@
 #include <limits>
 #include <stdexcept>
 
-#include "model/error.hpp"
-#include "model/input_limits.hpp"
-#include "traces/half.hpp"
+#include "core/error.hpp"
+#include "core/input_limits.hpp"
+#include "traces/format/half.hpp"
 
 namespace kvsim::llm {
 

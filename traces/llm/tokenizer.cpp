@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <queue>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
 #include "traces/llm/gguf.hpp"
 
 namespace kvsim::llm {

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/error.hpp"
+#include "core/error.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim::replay {
 

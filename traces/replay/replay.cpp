@@ -1,6 +1,6 @@
 #include "traces/replay/replay.hpp"
 
-#include "traces/replay/parallel.hpp"
+#include "core/parallel.hpp"
 
 #include <Eigen/Dense>
 #include <algorithm>
@@ -14,8 +14,9 @@
 #include <time.h>
 
 #include "kernels/reference/reference.hpp"
-#include "model/error.hpp"
-#include "traces/replay/parallel.hpp"
+#include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim::replay {
 

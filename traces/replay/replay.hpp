@@ -26,7 +26,7 @@
 
 #include <Eigen/Core>
 
-#include "traces/replay/selector.hpp"
+#include "traces/select/selector.hpp"
 
 namespace kvsim::replay {
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "traces/replay/studies.hpp"
+#include "policies/registry.hpp"
 
 namespace kvsim::replay {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "traces/counter_rng.hpp"
+#include "traces/synthetic/counter_rng.hpp"
 #include "traces/replay/studies.hpp"
 
 namespace kvsim::replay {

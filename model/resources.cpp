@@ -1,0 +1,44 @@
+#include "model/resources.hpp"
+
+namespace kvsim::sim {
+
+std::vector<double> capacities(const Machine& m) {
+  return {m.tensor, m.simt, m.host_compute, m.hbm, m.dram, m.h2d, m.d2h, m.link};
+}
+
+std::vector<Coupling> couplings(const Machine& m) {
+  if (m.h2d_duplex >= m.h2d && m.d2h_duplex >= m.d2h) return {};
+  return {{size_t(Resource::h2d), size_t(Resource::d2h), m.h2d_duplex, m.d2h_duplex}};
+}
+
+const std::vector<std::string>& resource_names() {
+  static const std::vector<std::string> names = {"gpu tensor cores", "gpu cuda cores", "host cpu", "hbm",
+                                                 "host dram", "pcie h2d", "pcie d2h", "gpu link"};
+  return names;
+}
+
+SimPhase to_sim_phase(const Phase& p, const Machine& m) {
+  const Calibration& cal = *m.calibration;
+  SimPhase s;
+  s.name = std::string(p.name);
+  s.latency = p.work.launches * m.kernel_latency;
+  s.amount.assign(size_t(Resource::count), 0.0);
+  auto put = [&](Resource r, double amount, Ceiling c) {
+    if (amount > 0) s.amount[size_t(r)] += amount / cal.efficiency(p, c, phase_bytes_on(p, c));
+  };
+  switch (p.unit) {
+    case ComputeUnit::tensor: put(Resource::tensor, p.work.flops, Ceiling::tensor); break;
+    // Same tensor cores at another rate: count the FLOPs in time-equivalent units of the GEMM rate.
+    case ComputeUnit::tensor_act: put(Resource::tensor, p.work.flops * (m.tensor / m.tensor_act), Ceiling::tensor); break;
+    case ComputeUnit::simt: put(Resource::simt, p.work.flops, Ceiling::simt); break;
+    case ComputeUnit::host: put(Resource::host_compute, p.work.flops, Ceiling::host_compute); break;
+  }
+  put(Resource::hbm, p.work.hbm_bytes, Ceiling::hbm);
+  put(Resource::dram, p.work.dram_bytes, Ceiling::dram);
+  put(Resource::h2d, p.work.h2d_bytes, Ceiling::h2d);
+  put(Resource::d2h, p.work.d2h_bytes, Ceiling::d2h);
+  put(Resource::link, p.work.link_bytes, Ceiling::link);
+  return s;
+}
+
+}  // namespace kvsim::sim

@@ -1,0 +1,152 @@
+// ctkvr (seed 004, CTKVR: centroid-then-token KV retrieval).
+// Prefill (§3.1.1, Algorithm 1): the last C prompt queries are the centroids; each attends to every
+// key; per KV head (max over its query group) the top rho keys per centroid form the inverted file
+// qcIVF[B, Hkv, C, rho] (int32, footnote 5). All KV except init_tokens + local_tokens is offloaded to
+// CPU DRAM (§3.2, Fig. 4).
+// Decode (§3.1.2, Algorithm 2, §3.2): on the GPU, cosine(q, centroids), max over the group, top-C'
+// centroids per KV head, then gather + dedup of their rho * C' key ids (L_recall = rho C' alpha,
+// alpha ~ 0.5 measured, footnote 6 and App. C.2); q and the ids go to the CPU, which reranks the
+// recalled keys by q.k, keeps the top rho', and computes sparse attention over them from DRAM; the GPU
+// attends over init + local meanwhile (CUDA multi-streaming, §3.2); the partial softmax states are
+// merged on the GPU. The FIFO centroid update (§3.1.3) runs asynchronously, off the critical path.
+// rerank_on = gpu is a variant kvsim adds for comparison: the recalled keys and the chosen values are
+// copied to the GPU, which reranks and attends (no CPU compute).
+#include "policies/blocks.hpp"
+#include "model/policy.hpp"
+#include "policies/ctkvr/params.hpp"
+#include "policies/ctkvr/policy.hpp"
+
+namespace kvsim::policies::ctkvr {
+
+namespace {
+enum RerankOn { kCpu = 0, kGpu = 1 };
+
+class CtkvrPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "ctkvr"; }
+  std::string_view summary() const override {
+    return "query-centroid inverted file on GPU, KV in CPU DRAM; CPU rerank + sparse attention beside GPU attention (seed 004)";
+  }
+  const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
+  static double gpu_tokens(const Params& p, double n) { return std::min(n, p.init_tokens + p.local_tokens); }
+  static double recall(const Params& p, double offloaded) {
+    return std::min(offloaded, p.per_centroid * p.probes * p.dedup);
+  }
+  MemoryDemand memory(const Deployment& d, const ParamValues& values, double prompt, double output) const override {
+    const Params p = param_table().read(values);
+    const auto s = blocks::shape(d);
+    MemoryDemand m;
+    const double n = prompt + output;
+    m.kv_hbm_per_seq = gpu_tokens(p, n) * d.kv_bytes_per_token();
+    const double C = std::min(p.centroids, prompt);
+    const double index = s.L * s.hkv * C * p.per_centroid * 4;     // qcIVF, int32 (footnote 5)
+    const double centroids = s.L * s.hq * C * s.hd * d.ba;  // the centroid queries
+    m.hbm_per_seq = m.kv_hbm_per_seq + index + centroids;
+    m.kv_dram_per_seq = std::max(0.0, n - gpu_tokens(p, n)) * d.kv_bytes_per_token();
+    m.dram_per_seq = m.kv_dram_per_seq;
+    m.hbm_fixed = blocks::prompt_layer_kv(d, prompt);
+    return m;
+  }
+  void prefill(const Deployment& d, const ParamValues& values, double prompt, PhaseList& out) const override {
+    const Params p = param_table().read(values);
+    const auto s = blocks::shape(d);
+    const double C = std::min(p.centroids, prompt);
+    // Centroid attention over all keys (softmax, max over the group), then top-rho per centroid.
+    // Unlike the observation-window policies the scores are not summed over the window: each centroid's
+    // row (max over the group) is written for qcivf_topk to select from, hkv * C * n fp32 per layer.
+    Phase cs = blocks::window_scores(d, "centroid_scores", prompt, C, s.L);
+    cs.work.hbm_bytes += s.L * s.hkv * C * prompt * 4;
+    out.push_back(cs);
+    Phase top = blocks::select("qcivf_topk", 1, s.hkv * C, prompt, p.per_centroid, s.L);
+    out.push_back(top);
+    out.push_back(blocks::copy("offload", false, 1, std::max(0.0, prompt - gpu_tokens(p, prompt)) * s.kv_row, 0, s.L));
+  }
+  void decode_attention(const Deployment& d, const ParamValues& values, const StepShape& st, PhaseList& out) const override {
+    const Params p = param_table().read(values);
+    const auto s = blocks::shape(d);
+    const double B = st.batch, n = st.context();
+    const double offloaded = std::max(0.0, n - gpu_tokens(p, n));
+    const double C = std::min(p.centroids, st.prompt), Lr = recall(p, offloaded);
+    const double chosen = std::min(p.budget_tokens, Lr);
+    // 0: cosine similarity of q to the centroids (each query head its own centroids).
+    out.push_back(blocks::score(d, "centroid_recall", B, s.hq, s.hq, C, s.hd, d.ba, s.L));
+    // 1: max over the group, top-C' per KV head; gather the C' rho ids and dedup to L_recall.
+    Phase dd = blocks::select("probe_dedup", B, s.hkv, C, p.probes, s.L);
+    dd.work.hbm_bytes += s.L * B * s.hkv * (p.probes * p.per_centroid + Lr) * 4;
+    dd.work.flops += s.L * B * s.hkv * p.probes * p.per_centroid * 2;
+    out.push_back(dd);
+    if (int(p.rerank_on) == kCpu) {
+      // 2: q and the recalled ids to the host; the token sliding out of the local window to DRAM.
+      Phase down = blocks::copy("ids_to_host", false, B, s.hq * s.hd * d.ba + s.hkv * Lr * 4 + s.kv_row, 0, s.L);
+      down.after = {1, -1, -1};
+      out.push_back(down);
+      // 3: rerank: gather the recalled keys (runs of one key row), q.k for the group, top rho'.
+      Phase rr = blocks::host("cpu_rerank", B, s.hkv * Lr * (2 * s.hd * s.group + 4), s.hkv * Lr * s.key_row,
+                              s.key_row, s.L);
+      rr.after = {2, -1, -1};
+      out.push_back(rr);
+      // 4: sparse attention over the rho' chosen tokens' K and V from DRAM.
+      Phase ca = blocks::host("cpu_attention", B, s.hq * chosen * (4 * s.hd + 5), s.hkv * chosen * 2 * s.key_row,
+                              s.key_row, s.L);
+      out.push_back(ca);
+      // 5: partial outputs and log-sum-exp back to the GPU (fp32).
+      Phase up = blocks::copy("partials_to_gpu", true, B, s.hq * (s.hd + 1) * 4, 0, s.L);
+      up.after = {4, -1, -1};
+      out.push_back(up);
+      // 6: GPU attention over init + local, beside the CPU work.
+      out.push_back(blocks::attention(d, "gpu_attention", B, gpu_tokens(p, n), 0, true));
+      // 7: merge the two softmax states.
+      Phase merge = blocks::layer_phase("merge", PhaseKind::elementwise, Device::gpu, ComputeUnit::simt, Stream::gpu, s.L);
+      merge.work.flops = s.L * B * s.hq * s.hd * 6;
+      merge.work.hbm_bytes = s.L * B * s.hq * s.hd * 4 * 3;
+      merge.work.launches = s.L;
+      merge.after = {5, -1, -1};
+      out.push_back(merge);
+      // 8: FIFO centroid update: the chosen ids appended to the index, asynchronously.
+      Phase fifo = blocks::copy("centroid_update", true, B, s.hkv * p.per_centroid * 4, 0, s.L);
+      fifo.after = {3, -1, -1};
+      fifo.detached = true;
+      out.push_back(fifo);
+    } else {
+      // 2: the recalled keys gathered from pinned DRAM into the GPU (runs of one key row).
+      Phase keys = blocks::copy("recall_keys_h2d", true, B, s.hkv * Lr * s.key_row, s.key_row, s.L);
+      keys.after = {1, -1, -1};
+      out.push_back(keys);
+      // 3: GPU rerank of the recalled keys (after the copy).
+      Phase rr = blocks::score(d, "gpu_rerank", B, s.hq, s.hkv, Lr, s.hd, s.bkv, s.L);
+      rr.after = {2, -1, -1};
+      out.push_back(rr);
+      // 4: top rho' of the reranked keys per KV head, as the CPU variant's rerank does.
+      Phase top = blocks::select("rerank_topk", B, s.hkv, Lr, chosen, s.L);
+      top.after = {3, -1, -1};
+      out.push_back(top);
+      // 5: the chosen tokens' values from DRAM.
+      Phase vals = blocks::copy("values_h2d", true, B, s.hkv * chosen * s.key_row, s.key_row, s.L);
+      vals.after = {4, -1, -1};
+      out.push_back(vals);
+      // 6: attention over init + local + the chosen tokens. The chosen keys and values sit contiguous in
+      // the staging buffer the copies filled, so this is a streaming read (run_bytes 0).
+      Phase a = blocks::attention(d, "attention", B, gpu_tokens(p, n) + chosen, 0, true);
+      a.after = {5, -1, -1};
+      out.push_back(a);
+      // 7: the token sliding out of the local window goes to DRAM, as in the CPU variant, off the
+      // critical path.
+      Phase evict = blocks::copy("evict_to_host", false, B, s.kv_row, 0, s.L);
+      evict.detached = true;
+      out.push_back(evict);
+      // 8: FIFO centroid update (§3.1.3): the chosen ids appended to the GPU-resident index.
+      Phase fifo = blocks::gather("centroid_update", B * s.hkv * p.per_centroid * 4, 0, s.L);
+      fifo.after = {4, -1, -1};
+      fifo.detached = true;
+      out.push_back(fifo);
+    }
+  }
+};
+}  // namespace
+
+const Policy& cost_model() {
+  static const CtkvrPolicy p;
+  return p;
+}
+
+}  // namespace kvsim::policies::ctkvr

@@ -1,0 +1,27 @@
+// ctkvr's parameters, declared once: the ParamSpec rows (name, paper default, range, doc with the seed
+// section) and the typed struct the cost model (cost.cpp), the trace selector (selector.cpp) and the
+// budget mapping read them through (model/param_table.hpp). The row order is the order of ParamValues.
+#pragma once
+#include "model/param_table.hpp"
+
+namespace kvsim::policies::ctkvr {
+
+struct Params {
+  double centroids, probes, per_centroid, budget_tokens, init_tokens, local_tokens, dedup, rerank_on;
+};
+
+inline const ParamTable<Params>& param_table() {
+  static const ParamTable<Params> table{"ctkvr", {
+      {&Params::centroids, {"centroids", 1024, Range::between(1, 1e6), true, "C: last prompt queries kept as centroids (App. C.2 default C = 1024)"}},
+      {&Params::probes, {"probes", 4, Range::between(1, 1e6), true, "C': centroids probed per KV head per step (§4.1.1: C' = 4)"}},
+      {&Params::per_centroid, {"per_centroid", 2560, Range::between(1, 1e8), true, "rho: key ids per centroid per KV head (§4.1.1: rho = 2.5 rho' = 2560)"}},
+      {&Params::budget_tokens, {"budget_tokens", 1024, Range::between(1, 1e8), true, "rho': tokens reranked into the CPU attention (§4.1.1: 1024 or 512)"}},
+      {&Params::init_tokens, {"init_tokens", 128, Range::between(0, 1e8), true, "initial tokens kept on the GPU (count not given; with local_tokens, ~5% of a 128K context as §3.1.1 states)"}},
+      {&Params::local_tokens, {"local_tokens", 6400, Range::between(0, 1e8), true, "recent tokens kept on the GPU (count not given; init + local = 6528 = 5% of 131072, §3.1.1)"}},
+      {&Params::dedup, {"dedup", 0.5, Range{0, 1, true}, false, "alpha: fraction of the rho C' recalled ids left after dedup (footnote 6, App. C.2: 0.5 or less)"}},
+      {&Params::rerank_on, {"rerank_on", 0, Range::between(0, 1), true, "where the rerank and sparse attention run: cpu (the paper) or gpu (recalled keys copied to the GPU)", {"cpu", "gpu"}}},
+  }};
+  return table;
+}
+
+}  // namespace kvsim::policies::ctkvr

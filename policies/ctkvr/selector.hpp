@@ -1,0 +1,75 @@
+// CTKVR's trace selector (seed 004), exposed for tests and analysis; make_ctkvr_selector (selector.hpp)
+// builds it with the default options. docs/selectors-b.md ("## ctkvr") is the reading of the paper.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "policies/ctkvr/params.hpp"
+#include "traces/select/selector.hpp"
+
+namespace kvsim::policies::ctkvr {
+using replay::HeadSelection;
+using replay::Statistic;
+using replay::TraceData;
+using replay::TraceSelector;
+
+
+struct CtkvrOptions {
+  // Measure CTKVR's Observation 2 input each step: the true top-rho' of the offloaded keys (the same
+  // score as the rerank, over every offloaded key) and how much of it the centroid stage recalled and
+  // the rerank chose. Costs one scoring pass over the context per (layer, KV head) and step.
+  bool observe = true;
+  // Dynamic centroid update (§3.1.3, Algorithm 2 (d)); off reproduces "CTKVR w/o DCU" (Table 5).
+  bool fifo_update = true;
+};
+
+class CtkvrSelector final : public TraceSelector {
+ public:
+  CtkvrSelector(const ParamValues& p, CtkvrOptions o = {});
+  void prefill(const TraceData& trace) override;
+  void select(const TraceData& trace, int64_t s, std::vector<HeadSelection>& out) override;
+  std::map<std::string, Statistic> statistics() const override;
+
+  // Per (layer slot, KV-head slot): the centroids of each query head of the group [G, C, d] (group-major,
+  // the layout ref::ctkvr_recall takes), the inverted file [C, rho_e] and the FIFO's oldest slot.
+  struct HeadState {
+    std::vector<float> centroids;
+    std::vector<int32_t> ivf;
+    int oldest = 0;                 // slot the next update overwrites
+    std::vector<int64_t> age;       // [C] position of the query each centroid came from (for tests)
+  };
+  const HeadState& head(int l, int h) const { return heads_[size_t(l) * kv_heads_ + h]; }
+  int centroids() const { return C_; }   // C_e = min(C, prompt query rows in the trace)
+  int rho() const { return rho_; }        // rho_e = min(rho, P)
+  int probes() const { return cprime_; }  // C'_e = min(C', C_e)
+  // Of the last select() for (l, h): the deduplicated recall (all ids), the part reranked (offloaded
+  // ids), and the rho' chosen (rank order).
+  const std::vector<int32_t>& last_recall(int l, int h) const { return last_[size_t(l) * kv_heads_ + h].recall; }
+  const std::vector<int32_t>& last_reranked(int l, int h) const { return last_[size_t(l) * kv_heads_ + h].offloaded; }
+  const std::vector<int32_t>& last_chosen(int l, int h) const { return last_[size_t(l) * kv_heads_ + h].chosen; }
+
+ private:
+  struct Last {
+    std::vector<int32_t> recall, offloaded, chosen;
+  };
+  Params p_;
+  CtkvrOptions o_;
+  int layers_ = 0, kv_heads_ = 0, d_ = 0;
+  int64_t P_ = 0;
+  int C_ = 0, cprime_ = 0, rho_ = 0, rho_prime_ = 0;
+  int64_t init_ = 0, local_ = 0;
+  std::vector<HeadState> heads_;
+  std::vector<Last> last_;
+  int64_t prev_s_ = -1;
+  // statistics accumulators
+  double alpha_sum_ = 0, recall_sum_ = 0, off_sum_ = 0, chosen_sum_ = 0, gpu_sum_ = 0;
+  int64_t obs_ = 0;
+  double cos_sum_ = 0;
+  int64_t cos_obs_ = 0;
+  double stage_recall_sum_ = 0, topk_recall_sum_ = 0;
+  int64_t topk_obs_ = 0;
+  double unreachable_sum_ = 0;
+  int64_t unreachable_obs_ = 0, updates_ = 0;
+};
+
+}  // namespace kvsim::policies::ctkvr

@@ -1,0 +1,92 @@
+// quest (Quest, Tang et al. 2024). The cache is paged (page_size tokens); each page keeps the
+// per-channel min and max of its post-RoPE keys (ref::quest_page_minmax). At decode row p, every query
+// head of the GQA group bounds each page by Σ_i max(q_i·max_i, q_i·min_i) (ref::quest_page_bound); the
+// KV head's page score is the max of its query heads' bounds (one page list per KV head, as a sparse
+// paged kernel reads it; the max keeps Quest's upper-bound property for every head of the group); the
+// top ceil(budget_tokens / page_size) pages are attended, the last (current) page always
+// (ref::quest_select_pages), clipped to tokens 0..p.
+//
+// Pages of generated tokens join as they fill: the min/max of complete pages is computed once over the
+// whole trace at prefill (a complete page only holds tokens <= p, so the values are the ones Quest has at
+// step p), and the partial last page's min/max is recomputed from its tokens 0..p at every step.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/reference/reference.hpp"
+#include "traces/select/selector.hpp"
+#include "policies/quest/params.hpp"
+#include "policies/quest/policy.hpp"
+
+namespace kvsim::policies::quest {
+using namespace kvsim::replay;
+
+namespace {
+class QuestSelector final : public TraceSelector {
+ public:
+  explicit QuestSelector(const ParamValues& p)
+      : page_(int(param_table().read(p).page_size)), budget_(int64_t(param_table().read(p).budget_tokens)) {}
+
+  void prefill(const TraceData& t) override {
+    const int64_t pages = (t.T + page_ - 1) / page_;
+    minmax_.assign(size_t(t.layers) * t.kv_heads, {});
+    for (int l = 0; l < t.layers; ++l)
+      for (int h = 0; h < t.kv_heads; ++h) {
+        auto& mm = minmax_[size_t(l) * t.kv_heads + h];
+        mm.resize(size_t(2 * pages) * t.d);
+        ref::quest_page_minmax(t.k(l, h), t.T, t.d, page_, mm.data(), mm.data() + size_t(pages) * t.d);
+      }
+  }
+
+  void select(const TraceData& t, int64_t s, std::vector<HeadSelection>& out) override {
+    const int64_t p = t.position(s), n = p + 1;
+    const int64_t pages = (n + page_ - 1) / page_, all_pages = (t.T + page_ - 1) / page_;
+    const int64_t k = std::min<int64_t>(pages, (budget_ + page_ - 1) / page_);
+    const int64_t last = pages - 1, last_len = n - last * page_;
+    ++steps_;
+    for (int l = 0; l < t.layers; ++l)
+      for (int h = 0; h < t.kv_heads; ++h) {
+        HeadSelection& sel = out[size_t(l) * t.kv_heads + h];
+        if (k >= pages) {
+          for (int64_t i = 0; i < n; ++i) sel.tokens.push_back(int32_t(i));
+          continue;
+        }
+        const auto& mm = minmax_[size_t(l) * t.kv_heads + h];
+        kmin_.assign(mm.begin(), mm.begin() + pages * t.d);
+        kmax_.assign(mm.begin() + all_pages * t.d, mm.begin() + (all_pages + pages) * t.d);
+        // The partial last page: min/max of the tokens that exist at step p.
+        ref::quest_page_minmax(t.k(l, h) + last * page_ * t.d, last_len, t.d, page_, kmin_.data() + last * t.d,
+                               kmax_.data() + last * t.d);
+        score_.assign(size_t(pages), -INFINITY);
+        bound_.resize(size_t(pages));
+        for (int qh : t.group_of[size_t(h)]) {
+          ref::quest_page_bound(t.q(l, qh, s), kmin_.data(), kmax_.data(), pages, t.d, bound_.data());
+          for (int64_t i = 0; i < pages; ++i) score_[size_t(i)] = std::max(score_[size_t(i)], bound_[size_t(i)]);
+        }
+        const std::vector<int32_t> chosen = ref::quest_select_pages(score_.data(), pages, k);
+        for (int32_t pg : chosen) {
+          const int64_t a = int64_t(pg) * page_, b = std::min<int64_t>(n, a + page_);
+          for (int64_t i = a; i < b; ++i) sel.tokens.push_back(int32_t(i));
+        }
+        pages_chosen_ += double(chosen.size());
+        ++heads_;
+      }
+  }
+
+  std::map<std::string, Statistic> statistics() const override {
+    if (heads_ == 0) return {};
+    return {{"pages_selected", {pages_chosen_ / double(heads_), heads_, "pages attended per (layer, KV head) and step"}}};
+  }
+
+ private:
+  int page_;
+  int64_t budget_;
+  std::vector<std::vector<float>> minmax_;  // [layer * kv_heads + h]: kmin [pages, d] then kmax [pages, d]
+  std::vector<float> kmin_, kmax_, bound_, score_;
+  double pages_chosen_ = 0;
+  int64_t heads_ = 0, steps_ = 0;
+};
+}  // namespace
+
+std::unique_ptr<TraceSelector> make_selector(const ParamValues& p) { return std::make_unique<QuestSelector>(p); }
+
+}  // namespace kvsim::policies::quest

@@ -1,0 +1,15 @@
+// sekv: the two faces of the policy that the registry (policies/registry.cpp) lists — its cost model
+// (cost.cpp: memory, prefill and decode phases for the planner and simulator) and its trace selector
+// (selector.cpp: the real selection on a captured or synthetic trace, for `kvsim replay`).
+#pragma once
+#include <memory>
+
+#include "model/policy.hpp"
+#include "traces/select/selector.hpp"
+
+namespace kvsim::policies::sekv {
+
+const Policy& cost_model();
+std::unique_ptr<replay::TraceSelector> make_selector(const ParamValues& p);
+
+}  // namespace kvsim::policies::sekv

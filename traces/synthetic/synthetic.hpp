@@ -1,0 +1,172 @@
+// A synthetic trace with the attention structure the seed papers rely on — sentences, topics,
+// attention sinks, a recency window, needles, drifting and self-similar decode queries, GQA groups,
+// retrieval vs local heads, surprisal and entropy statistics — generated lazily from a seed.
+//
+// Lazy and deterministic: construction builds only per-token/per-sentence bookkeeping (O(T) bytes) and
+// small per-head direction tables. keys()/values()/queries() compute the requested rows on demand from
+// a counter-based RNG (traces/counter_rng.hpp), so a 1M-token trace is never held whole, and the same
+// (config, seed) gives bit-identical floats whatever ranges are asked for, in whatever order.
+//
+// How each structural knob shapes attention is documented at its field below and, with the presets
+// in scenarios/traces/, in docs/synthetic-traces.md. Every strength is expressed in nats: the amount
+// it adds to the logit q.k/sqrt(d) of the tokens it favours, so e^strength is the attention ratio.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "traces/synthetic/rope.hpp"
+#include "traces/format/trace.hpp"
+
+namespace kvsim {
+
+// A sentence (or several, for long ones) with its own topic, inserted into the prompt.
+struct NeedleSpec {
+  double depth = 0.5;   // where in the prompt, as a fraction 0 .. 1 of prompt_tokens
+  int64_t length = 32;  // tokens
+};
+
+struct SyntheticConfig {
+  // ---- model shape (explicit, or from `model: NAME` in scenarios/models/) ----
+  std::string model_name = "synthetic";  // recorded in the trace's meta
+  std::string model_dtype = "bf16";      // the model's activation dtype, informative
+  int layers = 2;                        // L
+  int heads = 4;                         // H query heads
+  int kv_heads = 2;                      // Hkv; H % Hkv == 0
+  int head_dim = 64;                     // d; even
+  double rope_theta = 500000;            // RoPE base
+  std::vector<int> store_layers;         // stored model layers; empty = all
+  std::vector<int> store_kv_heads;       // stored KV heads (with all their query heads); empty = all
+  DType dtype = DType::bf16;             // storage dtype: every float is rounded to it (fp32, fp16, bf16)
+  bool values = true;                    // whether the trace has values
+
+  // ---- length and queries ----
+  uint64_t seed = 1;
+  int64_t prompt_tokens = 1792;   // P
+  int64_t generated_tokens = 256; // G; T = P + G
+  int64_t obs_window = 32;        // queries at the last obs_window prompt positions (the question,
+                                  // SnapKV's observation window), then at every decode position P..T-1
+
+  // ---- text structure ----
+  double mean_sentence_tokens = 20;  // mean sentence length (lognormal, at least 2 tokens)
+  double sentence_spread = 0.5;      // log-space standard deviation of sentence length
+  int topics = 8;                    // distinct topics the text moves between
+  double topic_stickiness = 0.85;    // P(next prompt sentence keeps the topic): documents of 1/(1-p) sentences
+
+  // ---- attention structure (nats of logit; see each effect) ----
+  double topic_strength = 4;       // logit boost of same-topic tokens for a retrieval head's query
+  int sink_tokens = 4;             // the first tokens, which every query can find at any distance
+  double sink_strength = 10;       // logit boost of each sink token for a local head's query
+  double recency_strength = 8;     // logit boost of the nearest tokens for a local head's query; falls to
+                                   // half at distance recency_window (a Lorentzian window built from RoPE pairs)
+  double recency_window = 32;      // tokens: the width of that window
+  double retrieval_heads = 0.25;   // fraction of (layer, kv head) pairs that are retrieval heads
+  double weak_factor = 0.25;       // how much of a strength a head keeps for what it does not specialize in
+                                   // (topic for local heads; recency and sinks for retrieval heads)
+  std::vector<NeedleSpec> needles; // sentences of a unique topic placed in the prompt
+  double needle_query_strength = 12;  // logit boost of needle tokens for retrieval heads' question and decode queries
+
+  // ---- query dynamics ----
+  double drift_steps = 256;   // mean decode steps between topic changes of the generated text (and its queries)
+  double query_ar = 0.98;     // per-step correlation of the queries' slowly wandering component (AR(1)-like)
+  double query_wander = 0.5;  // size of that component relative to the query's topic component
+  double query_noise = 0.1;   // per-element white noise of each query (relative to its norm / sqrt(d))
+  double gqa_head_noise = 0.3;  // how far a query head's topic directions stray from its KV head's (relative)
+
+  // ---- noise and values ----
+  double key_noise = 0.5;     // per-element Gaussian noise of keys (standard deviation, model units)
+  double value_noise = 1.0;   // per-element Gaussian noise of values
+  double value_topic = 1.0;   // per-element size of the topic's value direction (so outputs depend on topic)
+
+  // ---- statistics ----
+  double surprisal_start = 7;   // mean surprisal (nats) of a sentence's first token (+1.5 on a topic change)
+  double surprisal_inside = 1.0;  // mean surprisal inside sentences (gamma-distributed, shape 2)
+  double entropy_base = 0.5;    // mean entropy (nats) of ordinary generated tokens
+  double entropy_spike = 3.5;   // mean entropy where the generated text changes topic
+
+  // ---- RoPE layout (0 = automatic) ----
+  int content_pairs = 0;  // lowest-frequency pairs (after the sink pair) carrying topics; 0: those that turn
+                          // <= 1 rad over T, at least 4, at most d/4
+  int recency_pairs = 0;  // highest-frequency pairs carrying recency; 0: those turning >= 1/(8 recency_window)
+                          // rad per token (the window needs them), as many as fit below the content pairs
+
+  std::string preset;  // name or file it was loaded from (provenance)
+  std::string command;  // the command line that generated it (provenance; empty when none)
+};
+
+// Loads a preset by name (scenarios/traces/NAME.yaml) or a YAML file path, then applies `overrides`
+// (key, value) in order, as `--set key=value` does. Validates the result. Errors name the file, line and
+// field, or "command line" and the key for an override.
+SyntheticConfig load_synthetic_config(const std::string& name_or_path,
+                                      const std::vector<std::pair<std::string, std::string>>& overrides = {});
+
+// Sets one top-level key from text (parsed as YAML, so lists work: needles=[{depth: 0.3, length: 64}]),
+// with the same checks as the file; errors name "command line" and the key. Does not re-check
+// cross-field constraints; call validate_synthetic_config() after the last override.
+void apply_override(SyntheticConfig& c, const std::string& key, const std::string& value);
+
+// Cross-field checks (shape, stored subsets, window <= prompt, needles fit, RoPE layout). `where` names
+// the source for messages.
+void validate_synthetic_config(const SyntheticConfig& c, const std::string& where);
+
+// Every const member is safe to call from several threads at once (there is no mutable state), so a
+// writer can generate layers or heads in parallel.
+class SyntheticTrace final : public TraceSource {
+ public:
+  explicit SyntheticTrace(SyntheticConfig cfg);
+
+  const TraceMeta& meta() const override { return meta_; }
+  const TraceTokens& tokens() const override { return tokens_; }
+  bool has_values() const override { return cfg_.values; }
+  DType storage_dtype() const override { return cfg_.dtype; }
+  void keys(int layer_slot, int kv_slot, int64_t t0, int64_t t1, float* out) const override;
+  void values(int layer_slot, int kv_slot, int64_t t0, int64_t t1, float* out) const override;
+  void queries(int layer_slot, int q_slot, int64_t s0, int64_t s1, float* out) const override;
+
+  // The same rows before RoPE (and before rounding to the storage dtype): keys() is exactly
+  // rope(pre_rope_keys, t) rounded. For tests and analysis.
+  void pre_rope_keys(int layer_slot, int kv_slot, int64_t t0, int64_t t1, float* out) const;
+  void pre_rope_queries(int layer_slot, int q_slot, int64_t s0, int64_t s1, float* out) const;
+
+  const SyntheticConfig& config() const { return cfg_; }
+  // Whether model (layer, kv head) is a retrieval head (else a local head).
+  bool is_retrieval_head(int layer, int kv_head) const;
+  // Topic of each token (needle i has topic topics + i).
+  const std::vector<uint16_t>& token_topics() const { return topic_; }
+  // Token range [first, second) of each needle.
+  const std::vector<std::pair<int64_t, int64_t>>& needle_spans() const { return needle_spans_; }
+  int content_pairs() const { return content_pairs_; }
+  int recency_pairs() const { return recency_pairs_; }
+
+ private:
+  // Per stored (layer, kv head): what its keys are made of and how strongly its queries look for it.
+  struct HeadTables {
+    bool retrieval = false;
+    // Key magnitudes (model units) of each component, and the query magnitudes that turn them into
+    // the configured logits: a_q * a_k / sqrt(d) = strength in nats.
+    float k_topic = 0, k_needle = 0, k_recency = 0, k_sink = 0;
+    float q_topic = 0, q_needle = 0, q_recency = 0, q_sink = 0;
+    std::vector<float> topic_dir;  // [(topics + needles) * 2 * content_pairs]: unit vectors over the content dims
+    std::vector<float> recency;    // [d]: unit vector over the recency dims, 0 elsewhere
+    float sink[2] = {1, 0};        // unit vector in the sink pair
+    std::vector<float> value_dir;  // [(topics + needles) * d]: each topic's value direction
+  };
+  SyntheticConfig cfg_;
+  TraceMeta meta_;
+  TraceTokens tokens_;
+  std::vector<uint16_t> topic_;  // [T]
+  std::vector<std::pair<int64_t, int64_t>> needle_spans_;
+  std::vector<uint8_t> retrieval_;  // [L * Hkv]
+  int content_pairs_ = 0, recency_pairs_ = 0;
+  RopeTable rope_;
+  std::vector<HeadTables> heads_;  // [stored layers * stored kv heads]
+
+  const HeadTables& head(int layer_slot, int kv_slot) const;
+  void key_rows(int layer_slot, int kv_slot, int64_t t0, int64_t t1, float* out, bool rotate) const;
+  void query_rows(int layer_slot, int q_slot, int64_t s0, int64_t s1, float* out, bool rotate) const;
+  void build_text();
+  void build_heads();
+};
+
+}  // namespace kvsim
