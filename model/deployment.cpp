@@ -32,9 +32,11 @@ double Deployment::weight_bytes() const {
   return (m.layers * (attn + mlp) + vocab_tables + norms) * bw;
 }
 
-Deployment make_deployment(const ModelConfig& m, const GpuSpec& g, const HostSpec& h, int tp,
-                           DType weight_dtype, DType kv_dtype, double hbm_utilization,
-                           int64_t prefill_chunk_tokens, bool cuda_graphs, const Calibration& cal) {
+Deployment make_deployment(const ModelConfig& m, const GpuSpec& g, const HostSpec& h, const Calibration& cal,
+                           const DeploymentOptions& o) {
+  const int tp = o.tensor_parallel;
+  const DType weight_dtype = o.weight_dtype, kv_dtype = o.kv_dtype;
+  const bool cuda_graphs = o.cuda_graphs;
   Deployment d;
   d.model = &m;
   d.gpu = &g;
@@ -44,8 +46,8 @@ Deployment make_deployment(const ModelConfig& m, const GpuSpec& g, const HostSpe
   d.kv_dtype = kv_dtype;
   // Activations stay in 16-bit even with fp8 weights (as fp8 serving stacks do), fp32 if the model is.
   d.act_dtype = m.dtype == DType::fp32 ? DType::fp32 : (m.dtype == DType::fp8 ? DType::bf16 : m.dtype);
-  d.hbm_utilization = hbm_utilization;
-  d.prefill_chunk_tokens = prefill_chunk_tokens;
+  d.hbm_utilization = o.hbm_utilization;
+  d.prefill_chunk_tokens = o.prefill_chunk_tokens;
   d.cuda_graphs = cuda_graphs;
   d.hq = double(m.query_heads) / tp;
   d.hkv = std::max(1.0, double(m.kv_heads) / tp);

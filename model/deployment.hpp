@@ -45,9 +45,19 @@ struct Deployment {
   double decode_cache_bytes(double tokens, bool append) const;
 };
 
-// Fills the derived fields; the caller has validated tp against the model (see scenario.cpp).
-Deployment make_deployment(const ModelConfig& m, const GpuSpec& g, const HostSpec& h, int tp,
-                           DType weight_dtype, DType kv_dtype, double hbm_utilization,
-                           int64_t prefill_chunk_tokens, bool cuda_graphs, const Calibration& cal);
+// How a model is deployed on a GPU, beyond which model, GPU and host: the settings a scenario's
+// `workload:` block gives (docs/scenarios.md). Written with designated initializers at call sites,
+// e.g. {.tensor_parallel = 2, .kv_dtype = DType::fp8}; the defaults are the workload's defaults.
+struct DeploymentOptions {
+  int tensor_parallel = 1;
+  DType weight_dtype = DType::bf16, kv_dtype = DType::bf16;
+  double hbm_utilization = 0.9;         // share of HBM the serving engine may use
+  int64_t prefill_chunk_tokens = 8192;  // chunked prefill: tokens per chunk
+  bool cuda_graphs = true;              // decode launched as one CUDA graph
+};
+
+// Fills the derived fields; the caller has validated tensor_parallel against the model (see scenario.cpp).
+Deployment make_deployment(const ModelConfig& m, const GpuSpec& g, const HostSpec& h, const Calibration& cal,
+                           const DeploymentOptions& o = {});
 
 }  // namespace kvsim

@@ -1,5 +1,7 @@
 #include "model/plan.hpp"
 
+#include "model/scenario.hpp"
+
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -172,6 +174,23 @@ void compare_to_full(std::vector<PlanResult>& results, const std::vector<PlanRes
       r.kv_hbm_vs_full = fkv > 0 ? kv / fkv : 0;
     }
   }
+}
+
+std::vector<PlanResult> plan_scenario(const Scenario& s, const Deployment& d, const Policy& full_kv) {
+  const Workload& w = s.workload;
+  std::vector<PlanResult> results, reference;
+  const ParamValues no_params;
+  for (int64_t ctx : w.context_tokens) {
+    for (const PolicyChoice& c : s.policies) {
+      DesignPoint dp{&d, c.policy, &c.params, ctx, w.output_tokens, w.batch};
+      results.push_back(evaluate(dp));
+    }
+    // Full KV at the same context and batch setting: the reference for speedup and memory columns.
+    DesignPoint ref{&d, &full_kv, &no_params, ctx, w.output_tokens, w.batch};
+    reference.push_back(evaluate(ref));
+  }
+  compare_to_full(results, reference);
+  return results;
 }
 
 }  // namespace kvsim

@@ -61,6 +61,11 @@ PlanResult evaluate(const DesignPoint& p);
 // Fills the *_vs_full fields of each result from the full-KV result of the same context in `full`.
 void compare_to_full(std::vector<PlanResult>& results, const std::vector<PlanResult>& full);
 
+struct Scenario;
+// What `kvsim plan` answers: every (context, policy) of the scenario on deployment `d`, contexts outer,
+// each compared with `full_kv` at the same context and batch setting (compare_to_full).
+std::vector<PlanResult> plan_scenario(const Scenario& s, const Deployment& d, const Policy& full_kv);
+
 // One decode step: its time (seconds; simulated when the policy's phases use more than the GPU's main
 // stream, otherwise the exact sum of rooflines), the phases with their solo roofline times, and the
 // serial sum.

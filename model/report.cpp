@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/units.hpp"
+#include "core/format.hpp"
 
 namespace kvsim {
 
@@ -18,12 +19,6 @@ nlohmann::json params_json(const PlanResult& r) {
     else p[specs[i].name] = param_text(specs[i], r.params[i]);
   }
   return p;
-}
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
 }
 
 std::string params_text(const PlanResult& r) {

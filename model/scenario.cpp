@@ -256,8 +256,13 @@ void apply_set(const std::string& s, std::vector<PolicyChoice>& policies) {
 
 Deployment make_deployment(const Scenario& s) {
   const Workload& w = s.workload;
-  Deployment d = make_deployment(s.model, s.gpu, s.host, w.tensor_parallel, w.weight_dtype, w.kv_dtype,
-                                 w.hbm_utilization, w.prefill_chunk_tokens, w.cuda_graphs, s.calibration);
+  Deployment d = make_deployment(s.model, s.gpu, s.host, s.calibration,
+                                 {.tensor_parallel = w.tensor_parallel,
+                                  .weight_dtype = w.weight_dtype,
+                                  .kv_dtype = w.kv_dtype,
+                                  .hbm_utilization = w.hbm_utilization,
+                                  .prefill_chunk_tokens = w.prefill_chunk_tokens,
+                                  .cuda_graphs = w.cuda_graphs});
   apply_implementation(d, s.implementation);
   return d;
 }

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/units.hpp"
+#include "core/format.hpp"
 
 namespace kvsim::sweep {
 
@@ -16,12 +17,6 @@ std::vector<double> token_grid(int64_t context) {
   for (double x = 64; x < double(context); x *= 2) g.push_back(x);
   g.push_back(double(context));
   return g;
-}
-
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
 }
 
 std::string params_text(const Policy& p, const ParamValues& v, const std::vector<Knob>& knobs) {

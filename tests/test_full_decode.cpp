@@ -19,7 +19,7 @@ struct Rig {
   Rig(const std::string& m, const std::string& g, int tp = 1, double hbm_eff = 1.0)
       : model(test::model(m)), gpu(test::gpu(g)), host(test::host(gpu.default_host)) {
     for (auto& e : cal.per_kind) e.of[size_t(Ceiling::hbm)] = hbm_eff;
-    dep = make_deployment(model, gpu, host, tp, model.dtype, model.dtype, 0.9, 8192, true, cal);
+    dep = make_deployment(model, gpu, host, cal, {.tensor_parallel = tp, .weight_dtype = model.dtype, .kv_dtype = model.dtype});
     params = full->defaults();
   }
   PlanResult plan(int64_t ctx, int64_t out, int64_t batch) const {
@@ -134,7 +134,7 @@ TEST(Prefill, Fp8WeightsDoNotSpeedUpAttention) {
   const Policy* full = find_policy("full");
   const ParamValues params = full->defaults();
   auto phase_ms = [&](DType w, const char* name) {
-    const Deployment d = make_deployment(m, g, h, 1, w, DType::bf16, 0.9, 8192, true, cal);
+    const Deployment d = make_deployment(m, g, h, cal, {.weight_dtype = w});
     const PlanResult r = evaluate(DesignPoint{&d, full, &params, 65536, 16, 1});
     for (const auto& p : r.prefill)
       if (p.phase.name == name) return p.seconds;

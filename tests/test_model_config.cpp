@@ -33,7 +33,7 @@ TEST(Deployment, TensorParallelSplitsHeadsAndReplicatesScarceKvHeads) {
   const GpuSpec g = test::gpu("h100-sxm");
   const HostSpec h = test::host("sapphire-rapids-2s");
   Calibration cal;
-  auto dep = [&](int tp) { return make_deployment(m, g, h, tp, DType::bf16, DType::bf16, 0.9, 8192, true, cal); };
+  auto dep = [&](int tp) { return make_deployment(m, g, h, cal, {.tensor_parallel = tp}); };
   EXPECT_DOUBLE_EQ(dep(2).kv_bytes_per_token(), m.kv_bytes_per_token(2) / 2);
   EXPECT_DOUBLE_EQ(dep(8).hkv, 1.0);
   EXPECT_DOUBLE_EQ(dep(16).hkv, 1.0);  // 8 KV heads over 16 GPUs: each GPU keeps one (replicated)

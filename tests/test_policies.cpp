@@ -28,7 +28,7 @@ struct Rig {
     cal.half_run_bytes[size_t(Ceiling::dram)] = 64;
     cal.half_run_bytes[size_t(Ceiling::h2d)] = 24;
     cal.half_run_bytes[size_t(Ceiling::d2h)] = 24;
-    dep = make_deployment(model, gpu, host, 1, model.dtype, model.dtype, 0.9, 8192, true, cal);
+    dep = make_deployment(model, gpu, host, cal, {.weight_dtype = model.dtype, .kv_dtype = model.dtype});
   }
   const Policy& pol(const std::string& n) const { return *find_policy(n); }
   ParamValues params(const std::string& n, std::map<std::string, double> set = {}) const {
@@ -328,7 +328,7 @@ TEST(Policies, PlanTableComparesAgainstFull) {
 // FLOP/s, so CTKVR's host phases slow down and the DRAM-limited batch shrinks as tp grows.
 TEST(Policies, TensorParallelGpusShareTheHost) {
   Rig r;
-  const Deployment tp2 = make_deployment(r.model, r.gpu, r.host, 2, r.model.dtype, r.model.dtype, 0.9, 8192, true, r.cal);
+  const Deployment tp2 = make_deployment(r.model, r.gpu, r.host, r.cal, {.tensor_parallel = 2, .weight_dtype = r.model.dtype, .kv_dtype = r.model.dtype});
   EXPECT_DOUBLE_EQ(tp2.machine.dram, r.dep.machine.dram / 2);
   EXPECT_DOUBLE_EQ(tp2.machine.host_compute, r.dep.machine.host_compute / 2);
   EXPECT_DOUBLE_EQ(tp2.machine.hbm, r.dep.machine.hbm);  // each GPU keeps its own HBM and PCIe link

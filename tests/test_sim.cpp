@@ -132,7 +132,7 @@ TEST(StepGraph, FullDecodeChainMatchesThePlanner) {
   const HostSpec h = test::host("xeon-w9-3495x");
   Calibration cal;
   cal.per_kind[size_t(PhaseKind::attention)].of[size_t(Ceiling::hbm)] = 0.7;
-  const Deployment d = make_deployment(m, g, h, 2, DType::bf16, DType::bf16, 0.9, 8192, true, cal);
+  const Deployment d = make_deployment(m, g, h, cal, {.tensor_parallel = 2});
   const Policy* full = find_policy("full");
   std::vector<PhaseResult> phases;
   const double planned = decode_step_seconds(d, *full, full->defaults(), 8, 20000, &phases);

@@ -21,7 +21,7 @@ struct World {
   HostSpec host = test::host("sapphire-rapids-2s");
   ModelConfig model = test::model("llama-3.1-8b");
   Calibration cal;
-  Deployment dep = make_deployment(model, gpu, host, 1, DType::bf16, DType::bf16, 0.9, 8192, true, cal);
+  Deployment dep = make_deployment(model, gpu, host, cal);
 };
 World& world() {
   static World w;

@@ -15,7 +15,7 @@ struct Fixture {
   HostSpec host = load_host_file(resolve(LibraryKind::host, "xeon-w9-3495x", "", 0, ""));
   ModelConfig model = load_model_file(resolve(LibraryKind::model, "llama-3.1-8b", "", 0, ""));
   Calibration cal;
-  Deployment dep = make_deployment(model, gpu, host, 1, DType::bf16, DType::bf16, 0.9, 8192, true, cal);
+  Deployment dep = make_deployment(model, gpu, host, cal);
   const Policy* full = find_policy("full");
   ParamValues params = full->defaults();
 };

@@ -27,7 +27,7 @@ run() {  # run NAME ARGS... : the command with each binary, stdout+stderr+status
   # and the sweep's points/s on stderr. Everything else must match.
   for side in old new; do
     sed -i -E 's/\([0-9.]+ points\/s/(N points\/s/' "$work/$side/$name.err"
-    if [[ $name == replay* ]] && [[ -s $work/$side/$name.out ]]; then
+    if [[ $name == replay_tiny ]] && [[ -s $work/$side/$name.out ]]; then
       python3 -c 'import json,sys
 def strip(x):
     if isinstance(x, dict): return {k: strip(v) for k, v in x.items() if k != "performance" and k != "select_s"}
@@ -53,5 +53,14 @@ for side in old new; do [[ -f $work/$side/budgets.csv ]] || echo "missing $side/
 cmp -s "$work/old/budgets.csv" "$work/new/budgets.csv" || { echo "DIFFERS: budgets.csv"; bad=$((bad + 1)); }
 "$new" trace gen --preset tiny -o "$work/tiny.safetensors" >/dev/null 2>&1
 run replay_tiny replay "$work/tiny.safetensors" --format json
+run replay_tiny_csv replay "$work/tiny.safetensors" --format csv --policy chess --policy ctkvr --budget-sweep
+run timeline_plan plan "$root/scenarios/default.yaml" --timeline plan_timeline.json
+cmp -s "$work/old/plan_timeline.json" "$work/new/plan_timeline.json" || { echo "DIFFERS: plan_timeline.json"; bad=$((bad + 1)); }
+run timeline_replay replay "$work/tiny.safetensors" --format csv --timeline replay_timeline.json
+cmp -s "$work/old/replay_timeline.json" "$work/new/replay_timeline.json" || { echo "DIFFERS: replay_timeline.json"; bad=$((bad + 1)); }
+for p in $("$new" policy list | awk '{print $1}'); do run "policy_$p" policy show "$p" --format json; done
+for k in hardware host model; do run "${k}_list" "$k" list; done
+run plan_table plan
+run plan_csv plan "$root/scenarios/example.yaml" --format csv
 echo "compared $n commands in $work: $bad difference(s)"
 [[ $bad -eq 0 ]]

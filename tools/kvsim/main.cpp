@@ -11,13 +11,12 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "model/library.hpp"
+#include "model/library_json.hpp"
 #include "model/plan.hpp"
 #include "model/report.hpp"
 #include "model/scenario.hpp"
 #include "core/units.hpp"
-#include "model/decode_graph.hpp"
-#include "model/resources.hpp"
-#include "sim/timeline.hpp"
+#include "model/step_timeline.hpp"
 #include "tools/kvsim/host_probe.hpp"
 #include "tools/kvsim/replay_cmd.hpp"
 #include "tools/kvsim/study_cmd.hpp"
@@ -44,8 +43,6 @@ void emit(const std::string& text, const std::string& out_path) {
   }
 }
 
-nlohmann::json timeline_json(const Deployment& d, const std::vector<PlanResult>& results);
-
 struct PlanOptions {
   std::string scenario, format = "table", out, timeline;
   Overrides o;
@@ -64,101 +61,21 @@ int run_plan(PlanOptions& p) {
   if (!p.batch.empty()) p.o.batch = p.batch;
   const Scenario s = load_scenario_file(p.scenario, policy_catalog(), p.o);
   if (target_requested(*p.target)) return run_target_plan(*p.target, s, p.format, p.out);
-  const Workload& w = s.workload;
   const Deployment d = make_deployment(s);
-  std::vector<PlanResult> results, reference;
-  const Policy* full = find_policy("full");
-  const ParamValues no_params;
-  for (int64_t ctx : w.context_tokens) {
-    for (const PolicyChoice& c : s.policies) {
-      DesignPoint dp{&d, c.policy, &c.params, ctx, w.output_tokens, w.batch};
-      results.push_back(evaluate(dp));
-    }
-    // Full KV at the same context and batch setting: the reference for speedup and memory columns.
-    DesignPoint ref{&d, full, &no_params, ctx, w.output_tokens, w.batch};
-    reference.push_back(evaluate(ref));
+  const std::vector<PlanResult> results = plan_scenario(s, d, *find_policy("full"));
+  if (!p.timeline.empty()) {
+    std::vector<TimelineStep> steps;
+    for (const PlanResult& r : results) steps.push_back({&r, std::string(r.policy->name()) + " decode step"});
+    write_file_atomic(p.timeline, decode_timeline_json(d, steps).dump() + "\n");
   }
-  compare_to_full(results, reference);
-  if (!p.timeline.empty()) write_file_atomic(p.timeline, timeline_json(d, results).dump() + "\n");
   if (p.format == "json") emit(plan_json(s, results).dump(2) + "\n", p.out);
   else if (p.format == "csv") emit(plan_csv(s, results), p.out);
   else emit(plan_table(s, results), p.out);
   return 0;
 }
 
-// The mean decode step of every feasible result as the simulator lays it out: one node per phase and
-// layer, on its stream, with its dependencies (sim/decode_graph.hpp).
-nlohmann::json timeline_json(const Deployment& d, const std::vector<PlanResult>& results) {
-  nlohmann::json events = nlohmann::json::array();
-  const auto cap = sim::capacities(d.machine);
-  int pid = 0;
-  for (const PlanResult& r : results) {
-    ++pid;
-    if (!r.feasible) continue;
-    PhaseList pol, dense;
-    decode_phase_lists(d, *r.policy, r.params,
-                       StepShape{double(r.batch), double(r.context_tokens), double(r.output_tokens) / 2.0}, pol, dense);
-    const sim::DecodeGraph g = sim::build_decode_graph(pol, dense, d.model->layers, d.machine);
-    const std::string label = std::string(r.policy->name()) + " decode step, context " +
-                              std::to_string(r.context_tokens) + ", batch " + std::to_string(r.batch);
-    sim::append_timeline(events, pid, label, g.graph, g.graph.run(cap, sim::couplings(d.machine)), cap,
-                         sim::resource_names());
-  }
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-}
-
 void list_kind(LibraryKind k) {
   for (const auto& n : library_names(k)) std::printf("%s\n", n.c_str());
-}
-
-nlohmann::json gpu_json(const GpuSpec& g) {
-  return {{"name", g.name},
-          {"description", g.description},
-          {"architecture", g.architecture},
-          {"default_host", g.default_host},
-          {"hbm_capacity_bytes", g.hbm_capacity_bytes},
-          {"hbm_bandwidth_bytes_s", g.hbm_bandwidth},
-          {"tensor_fp16_flops", g.tensor_fp16},
-          {"tensor_bf16_flops", g.tensor_bf16},
-          {"tensor_fp8_flops", g.tensor_fp8},
-          {"fp32_flops", g.fp32},
-          {"sm_count", g.sm_count},
-          {"l2_bytes", g.l2_bytes},
-          {"pcie_generation", g.pcie_generation},
-          {"pcie_lanes", g.pcie_lanes},
-          {"h2d_pinned_bytes_s", g.h2d_pinned},
-          {"d2h_pinned_bytes_s", g.d2h_pinned},
-          {"nvlink_bytes_s", g.nvlink_bandwidth},
-          {"kernel_latency_s", g.kernel_latency},
-          {"host_launch_latency_s", g.host_launch_latency},
-          {"ridge_bf16_flop_per_byte", g.tensor_bf16 > 0 ? g.tensor_bf16 / g.hbm_bandwidth : g.tensor_fp16 / g.hbm_bandwidth}};
-}
-
-nlohmann::json host_json(const HostSpec& h) {
-  return {{"name", h.name},           {"description", h.description},   {"sockets", h.sockets},
-          {"cores", h.cores},         {"dram_capacity_bytes", h.dram_capacity_bytes},
-          {"dram_bandwidth_bytes_s", h.dram_bandwidth}, {"fp32_flops", h.fp32}, {"bf16_flops", h.bf16},
-          {"pcie_generation", h.pcie_generation}, {"pcie_lanes", h.pcie_lanes}};
-}
-
-nlohmann::json model_json(const ModelConfig& m) {
-  return {{"name", m.name},
-          {"description", m.description},
-          {"family", m.family},
-          {"layers", m.layers},
-          {"hidden", m.hidden},
-          {"query_heads", m.query_heads},
-          {"kv_heads", m.kv_heads},
-          {"head_dim", m.head_dim},
-          {"ffn_hidden", m.ffn_hidden},
-          {"vocab", m.vocab},
-          {"tied_embeddings", m.tied_embeddings},
-          {"qkv_bias", m.qkv_bias},
-          {"rope_theta", m.rope_theta},
-          {"max_context", m.max_context},
-          {"dtype", std::string(to_string(m.dtype))},
-          {"params", m.total_params()},
-          {"kv_bytes_per_token", m.kv_bytes_per_token(bytes_of(m.dtype))}};
 }
 
 // Prints a flat JSON object (SI units, as --format json gives it) as aligned lines for people, in
@@ -306,15 +223,7 @@ int main(int argc, char** argv) {
                           "unknown policy '" + name + "'" + suggestion(name, policy_names()) + "; available: " +
                               join(policy_names()));
       }
-      nlohmann::json j = {{"name", std::string(p->name())}, {"summary", std::string(p->summary())}};
-      nlohmann::json params = nlohmann::json::array();
-      for (const auto& s : p->params())
-        params.push_back({{"name", s.name},
-                          {"default", s.choices.empty() ? nlohmann::json(s.default_value)
-                                                        : nlohmann::json(param_text(s, s.default_value))},
-                          {"range", s.choices.empty() ? s.range.describe() : "one of " + join(s.choices)},
-                          {"integer", s.integer}, {"doc", s.doc}});
-      j["params"] = params;
+      const nlohmann::json j = policy_json(*p);
       if (fmt == "json") {
         std::printf("%s\n", j.dump(2).c_str());
       } else {

@@ -11,6 +11,7 @@
 #include "traces/replay/studies.hpp"
 #include "traces/format/trace_file.hpp"
 #include "policies/registry.hpp"
+#include "core/format.hpp"
 
 namespace kvsim {
 
@@ -27,12 +28,6 @@ namespace {
 
 using json = nlohmann::json;
 using namespace replay;
-
-std::string fmt(const char* f, double x) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, x);
-  return b;
-}
 
 void common(CLI::App* a, StudyCommand& c) {
   a->add_option("trace", c.trace, "trace file or shard directory")->required();

@@ -17,6 +17,7 @@
 #include "sweep/target_search.hpp"
 #include "traces/replay/replay.hpp"
 #include "policies/registry.hpp"
+#include "core/format.hpp"
 
 namespace kvsim {
 
@@ -61,12 +62,6 @@ bool target_requested(const TargetOptions& t) { return t.tpot_ms > 0 || t.throug
 namespace {
 using json = nlohmann::json;
 using sweep::TargetAnswer;
-
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
-}
 
 std::string knobs_text(const Policy& p, const ParamValues& v, const std::vector<sweep::Knob>& knobs) {
   std::string s;
