@@ -1,5 +1,5 @@
 // The safetensors container: the 8-byte length, the JSON header, every tensor entry and its data
-// offsets (traces/safetensors.cpp). A parsed header is then used the way readers use it: every tensor
+// offsets (traces/format/safetensors.cpp). A parsed header is then used the way readers use it: every tensor
 // is viewed and its first and last byte touched, so an offset that passed validation but points
 // outside the mapping shows up as an AddressSanitizer report.
 #include "fuzz/fuzz_input.hpp"

@@ -1,4 +1,4 @@
-// A whole trace file as `kvsim replay` and `trace info` open it (traces/trace_file.cpp): the container,
+// A whole trace file as `kvsim replay` and `trace info` open it (traces/format/trace_file.cpp): the container,
 // the kvsim_trace metadata, every tensor's dtype and shape against it, the token arrays; then every
 // row of every layer is read (which runs the NaN/Inf check) and the whole file scanned.
 #include <algorithm>

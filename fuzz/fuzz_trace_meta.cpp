@@ -1,4 +1,4 @@
-// The kvsim_trace metadata JSON (traces/trace_meta_json.cpp) and the cross-field checks a trace gets
+// The kvsim_trace metadata JSON (traces/format/trace_meta_json.cpp) and the cross-field checks a trace gets
 // at open (validate_trace's header half): a hand-written or foreign trace's metadata reaches both.
 #include "fuzz/fuzz_input.hpp"
 #include "traces/format/trace_meta_json.hpp"

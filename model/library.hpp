@@ -1,5 +1,5 @@
 // The data library: scenarios/{hardware,hosts,models,calibration,traces}/NAME.yaml (traces/ holds
-// synthetic-trace presets, traces/synthetic.hpp). Names resolve there;
+// synthetic-trace presets, traces/synthetic/synthetic.hpp). Names resolve there;
 // a value containing '/' or ending in .yaml is taken as a path instead. The library directory is the
 // source tree's scenarios/ (compiled in), or $KVSIM_DATA_DIR when set.
 #pragma once

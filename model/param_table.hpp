@@ -51,6 +51,13 @@ class ParamTable {
     return p;
   }
 
+  // The values of `p`, in row order (the inverse of read()).
+  ParamValues values(const Params& p) const {
+    ParamValues v(fields_.size());
+    for (size_t i = 0; i < fields_.size(); ++i) v[i] = p.*fields_[i];
+    return v;
+  }
+
   // The position of a field in ParamValues (for code that edits values in place, e.g. budgets).
   size_t index(Field f) const {
     for (size_t i = 0; i < fields_.size(); ++i)

@@ -54,7 +54,7 @@ class Policy {
                               double output) const = 0;
   virtual void prefill(const Deployment& d, const ParamValues& p, double prompt, PhaseList& out) const = 0;
   // The phases that replace dense attention in one decode step: per-layer phases (repeat = L) with
-  // their streams and dependencies, and once-per-step phases (repeat = 1). See sim/decode_graph.hpp.
+  // their streams and dependencies, and once-per-step phases (repeat = 1). See model/decode_graph.hpp.
   virtual void decode_attention(const Deployment& d, const ParamValues& p, const StepShape& s,
                                 PhaseList& out) const = 0;
 

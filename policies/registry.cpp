@@ -21,27 +21,28 @@ namespace kvsim {
 namespace {
 namespace p = policies;
 const PolicyEntry kTable[] = {
-    // cost model                  trace selector (nullptr: none)
-    {&p::full::cost_model,       &p::full::make_selector},
-    {&p::streaming::cost_model,  &p::streaming::make_selector},
-    {&p::snapkv::cost_model,     &p::snapkv::make_selector},
-    {&p::quest::cost_model,      &p::quest::make_selector},
-    {&p::chess::cost_model,      &p::chess::make_selector},
-    {&p::sentencekv::cost_model, &p::sentencekv::make_selector},
-    {&p::chunkkv::cost_model,    &p::chunkkv::make_selector},
-    {&p::sekv::cost_model,       &p::sekv::make_selector},
-    {&p::ctkvr::cost_model,      &p::ctkvr::make_selector},
+    // cost model             trace selector (nullptr: none)   budget axis (nullptr: none)
+    {&p::full::cost_model,       &p::full::make_selector,         nullptr},
+    {&p::streaming::cost_model,  &p::streaming::make_selector,    &p::streaming::set_budget},
+    {&p::snapkv::cost_model,     &p::snapkv::make_selector,       &p::snapkv::set_budget},
+    {&p::quest::cost_model,      &p::quest::make_selector,        &p::quest::set_budget},
+    {&p::chess::cost_model,      &p::chess::make_selector,        &p::chess::set_budget},
+    {&p::sentencekv::cost_model, &p::sentencekv::make_selector,   &p::sentencekv::set_budget},
+    {&p::chunkkv::cost_model,    &p::chunkkv::make_selector,      &p::chunkkv::set_budget},
+    {&p::sekv::cost_model,       &p::sekv::make_selector,         &p::sekv::set_budget},
+    {&p::ctkvr::cost_model,      &p::ctkvr::make_selector,        &p::ctkvr::set_budget},
 #ifdef KVSIM_EXAMPLE_POLICY  // tests only (tests/example_policy/): the "adding a policy" recipe, one line
-    {&p::oracle::cost_model,     &p::oracle::make_selector},
+    {&p::oracle::cost_model,     &p::oracle::make_selector,       &p::oracle::set_budget},
 #endif
 };
 
-const PolicyEntry* find_entry(std::string_view name) {
+}  // namespace
+
+const PolicyEntry* find_policy_entry(std::string_view name) {
   for (const PolicyEntry& e : policy_registry())
     if (e.cost_model().name() == name) return &e;
   return nullptr;
 }
-}  // namespace
 
 const std::vector<PolicyEntry>& policy_registry() {
   static const std::vector<PolicyEntry> entries(std::begin(kTable), std::end(kTable));
@@ -63,12 +64,12 @@ std::vector<std::string> policy_names() { return policy_catalog().names(); }
 
 namespace replay {
 std::unique_ptr<TraceSelector> make_selector(std::string_view policy, const ParamValues& params) {
-  const PolicyEntry* e = find_entry(policy);
+  const PolicyEntry* e = find_policy_entry(policy);
   return e && e->make_selector ? e->make_selector(params) : nullptr;
 }
 
 bool has_selector(std::string_view policy) {
-  const PolicyEntry* e = find_entry(policy);
+  const PolicyEntry* e = find_policy_entry(policy);
   return e && e->make_selector;
 }
 }  // namespace replay

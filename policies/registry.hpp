@@ -5,6 +5,7 @@
 // Adding a policy is one folder, policies/<name>/ (params.hpp, cost.cpp, selector.cpp, policy.hpp,
 // README.md), plus one line in the table (docs/architecture.md, "Adding a policy").
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -16,11 +17,16 @@
 namespace kvsim {
 
 using SelectorFactory = std::unique_ptr<replay::TraceSelector> (*)(const ParamValues&);
+using BudgetSetter = bool (*)(ParamValues& values, int64_t prompt, int64_t budget);
 
 struct PolicyEntry {
   const Policy& (*cost_model)();
   SelectorFactory make_selector;  // nullptr: the policy has no trace selector (replay refuses it by name)
+  BudgetSetter set_budget;        // nullptr: no budget axis (--budget-sweep replays it once)
 };
+
+// The registry line of a policy, by name; nullptr when unknown.
+const PolicyEntry* find_policy_entry(std::string_view name);
 
 // Every registered policy, in the order the CLI shows them.
 const std::vector<PolicyEntry>& policy_registry();

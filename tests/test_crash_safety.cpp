@@ -1,6 +1,6 @@
 // Crash safety of outputs (issue 10): a kvsim process killed with SIGKILL at any moment leaves either no
 // file at the output path or the complete previous one, never a truncated file, because every output is
-// written to PATH.tmp.<pid> and renamed into place (model/atomic_file.hpp, SafetensorsWriter). The kill
+// written to PATH.tmp.<pid> and renamed into place (core/atomic_file.hpp, SafetensorsWriter). The kill
 // moments vary; the assertion holds whatever moment the kill lands on, so the test has no timing in
 // its verdict. (Resuming a killed `kvsim sweep` is the sweep command's own test.)
 #include <filesystem>

@@ -1,4 +1,4 @@
-// Resource limits on untrusted input (model/input_limits.hpp) and extreme hardware numbers: each limit
+// Resource limits on untrusted input (core/input_limits.hpp) and extreme hardware numbers: each limit
 // is checked before anything is allocated, and its error names the limit, the value and the
 // environment variable that raises it; hardware and host numbers that are zero, negative, huge or not
 // finite are rejected with the allowed range.

@@ -1,5 +1,5 @@
 // Trace-driven selectors for chess (seed 000), sentencekv (seed 001) and chunkkv (seed 002)
-// (traces/replay/selectors/*.cpp; docs/selectors.md). Run on the `tiny` synthetic trace, with a
+// (policies/*/selector.cpp; docs/selectors.md). Run on the `tiny` synthetic trace, with a
 // TraceData built here by hand (the real loader is elsewhere).
 #include <gtest/gtest.h>
 

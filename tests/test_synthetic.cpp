@@ -1,4 +1,4 @@
-// The synthetic trace generator (traces/synthetic.hpp): determinism under any request order, the
+// The synthetic trace generator (traces/synthetic/synthetic.hpp): determinism under any request order, the
 // attention structure the seed papers observe (sinks, needles, self-similar decode queries, surprisal
 // at sentence starts), exact RoPE, and strict config errors.
 #include <gtest/gtest.h>

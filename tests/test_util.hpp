@@ -23,9 +23,9 @@ struct RunResult {
   std::string out;  // stdout and stderr together
 };
 
-// Runs `kvsim ARGS` from the source directory.
-inline RunResult run_kvsim(const std::string& args) {
-  const std::string cmd = std::string("cd '") + KVSIM_SOURCE_DIR + "' && '" + KVSIM_BINARY + "' " + args + " 2>&1";
+// Runs a shell command from the source directory; stdout and stderr together.
+inline RunResult run_command(const std::string& command) {
+  const std::string cmd = std::string("cd '") + KVSIM_SOURCE_DIR + "' && " + command + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   RunResult r{-1, ""};
   if (!p) return r;
@@ -36,6 +36,9 @@ inline RunResult run_kvsim(const std::string& args) {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+// Runs `kvsim ARGS` from the source directory.
+inline RunResult run_kvsim(const std::string& args) { return run_command(std::string("'") + KVSIM_BINARY + "' " + args); }
 
 // The whole text of a file.
 inline std::string read_text(const std::string& path) {

@@ -94,5 +94,7 @@ foreach(f ${files})
 endforeach()
 
 if(count GREATER 0)
-  message(FATAL_ERROR "kvsim layer check: ${count} include(s) point up the layers (docs/architecture.md):\n${errors}")
+  # One unwrapped line per include (a FATAL_ERROR message would be re-wrapped by CMake), then the failure.
+  message(NOTICE "${errors}")
+  message(FATAL_ERROR "kvsim layer check: ${count} include(s) point up the layers (docs/architecture.md, Layers)")
 endif()

@@ -1,5 +1,5 @@
 // The host reference kernels as validation cases. Each counts its work the way the model counts the
-// phase it stands for (model/policies/blocks.hpp and the policies): CTKVR's cpu_rerank and
+// phase it stands for (policies/blocks.hpp and the policies): CTKVR's cpu_rerank and
 // cpu_attention exactly as ctkvr.cpp does, the rest with the formulas of their GPU twins' phases
 // (score, select, gather, build, reconstruct) applied to the CPU. Inputs are float32, head_dim 128, a
 // GQA group of 4 query heads per KV head; every thread runs its own instance (one KV head each).

@@ -11,5 +11,6 @@ namespace kvsim::policies::full {
 
 const Policy& cost_model();
 std::unique_ptr<replay::TraceSelector> make_selector(const ParamValues& p);
+// No set_budget: full attention has no budget axis (its registry line says so).
 
 }  // namespace kvsim::policies::full

@@ -23,8 +23,8 @@ using namespace kvsim::replay;
 namespace {
 class QuestSelector final : public TraceSelector {
  public:
-  explicit QuestSelector(const ParamValues& p)
-      : page_(int(param_table().read(p).page_size)), budget_(int64_t(param_table().read(p).budget_tokens)) {}
+  explicit QuestSelector(const Params& p)
+      : page_(int(p.page_size)), budget_(int64_t(p.budget_tokens)) {}
 
   void prefill(const TraceData& t) override {
     const int64_t pages = (t.T + page_ - 1) / page_;
@@ -87,6 +87,6 @@ class QuestSelector final : public TraceSelector {
 };
 }  // namespace
 
-std::unique_ptr<TraceSelector> make_selector(const ParamValues& p) { return std::make_unique<QuestSelector>(p); }
+std::unique_ptr<TraceSelector> make_selector(const ParamValues& p) { return std::make_unique<QuestSelector>(param_table().read(p)); }
 
 }  // namespace kvsim::policies::quest

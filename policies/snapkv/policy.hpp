@@ -1,7 +1,9 @@
 // snapkv: the two faces of the policy that the registry (policies/registry.cpp) lists — its cost model
 // (cost.cpp: memory, prefill and decode phases for the planner and simulator) and its trace selector
-// (selector.cpp: the real selection on a captured or synthetic trace, for `kvsim replay`).
+// (selector.cpp: the real selection on a captured or synthetic trace, for `kvsim replay`), and its
+// place on the replay's one budget axis (budget.cpp).
 #pragma once
+#include <cstdint>
 #include <memory>
 
 #include "model/policy.hpp"
@@ -11,5 +13,7 @@ namespace kvsim::policies::snapkv {
 
 const Policy& cost_model();
 std::unique_ptr<replay::TraceSelector> make_selector(const ParamValues& p);
+// Sets the knobs in `v` for a budget of `budget` tokens on a `prompt`-token prompt (budget.cpp).
+bool set_budget(ParamValues& v, int64_t prompt, int64_t budget);
 
 }  // namespace kvsim::policies::snapkv

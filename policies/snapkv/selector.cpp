@@ -23,10 +23,10 @@ using namespace kvsim::replay;
 namespace {
 class SnapKvSelector final : public TraceSelector {
  public:
-  explicit SnapKvSelector(const ParamValues& p)
-      : budget_(int64_t(param_table().read(p).budget_tokens)),
-        window_(int64_t(param_table().read(p).obs_window)),
-        pool_(int(param_table().read(p).pool_kernel)) {}
+  explicit SnapKvSelector(const Params& p)
+      : budget_(int64_t(p.budget_tokens)),
+        window_(int64_t(p.obs_window)),
+        pool_(int(p.pool_kernel)) {}
 
   void prefill(const TraceData& t) override {
     const int64_t P = t.P;
@@ -93,6 +93,6 @@ class SnapKvSelector final : public TraceSelector {
 };
 }  // namespace
 
-std::unique_ptr<TraceSelector> make_selector(const ParamValues& p) { return std::make_unique<SnapKvSelector>(p); }
+std::unique_ptr<TraceSelector> make_selector(const ParamValues& p) { return std::make_unique<SnapKvSelector>(param_table().read(p)); }
 
 }  // namespace kvsim::policies::snapkv

@@ -13,8 +13,8 @@ using namespace kvsim::replay;
 namespace {
 class StreamingSelector final : public TraceSelector {
  public:
-  explicit StreamingSelector(const ParamValues& p)
-      : sinks_(int64_t(param_table().read(p).sinks)), window_(int64_t(param_table().read(p).window)) {}
+  explicit StreamingSelector(const Params& p)
+      : sinks_(int64_t(p.sinks)), window_(int64_t(p.window)) {}
   void prefill(const TraceData&) override {}
   void select(const TraceData& t, int64_t s, std::vector<HeadSelection>& out) override {
     const int64_t p = t.position(s), n = p + 1;
@@ -32,7 +32,7 @@ class StreamingSelector final : public TraceSelector {
 }  // namespace
 
 std::unique_ptr<TraceSelector> make_selector(const ParamValues& p) {
-  return std::make_unique<StreamingSelector>(p);
+  return std::make_unique<StreamingSelector>(param_table().read(p));
 }
 
 }  // namespace kvsim::policies::streaming

@@ -1,4 +1,4 @@
-// Google Benchmarks of the synthetic trace generator (traces/synthetic.hpp), run with `kvsim bench`.
+// Google Benchmarks of the synthetic trace generator (traces/synthetic/synthetic.hpp), run with `kvsim bench`.
 // BM_SyntheticKeys is the figure quoted in docs/synthetic-traces.md: post-RoPE keys generated per
 // second on one core (floats/s), the inner loop of writing a synthetic trace.
 #include <benchmark/benchmark.h>

@@ -37,7 +37,7 @@ import tempfile
 
 SCHEMA_VERSION = 1
 
-# Limits matching the C++ reader (traces/trace.cpp); real models are far inside them.
+# Limits matching the C++ reader (traces/format/trace.cpp); real models are far inside them.
 MAX_LAYERS = 4096
 MAX_HEADS = 4096
 MAX_HEAD_DIM = 4096
@@ -59,7 +59,7 @@ _LITTLE = sys.byteorder == "little"
 
 
 # --------------------------------------------------------------------------------------------------
-# Scalar conversions (bit-exact with traces/half.hpp).
+# Scalar conversions (bit-exact with traces/format/half.hpp).
 
 def _f32_bits(x):
     """The IEEE binary32 bit pattern of x after rounding it to float32 (overflow -> inf)."""
@@ -317,7 +317,7 @@ def _as_float_list(name, x):
 
 
 # --------------------------------------------------------------------------------------------------
-# Metadata validation (mirrors validate_trace in traces/trace.cpp).
+# Metadata validation (mirrors validate_trace in traces/format/trace.cpp).
 
 def _req_int(d, key, field):
     if key not in d:

@@ -33,7 +33,7 @@ bool parse_st_dtype(std::string_view s, StDType& out);  // false for an unknown 
 std::vector<std::string> st_dtype_names();
 
 // Bounds that keep a hostile header from making us allocate or loop without limit. Real files are far
-// inside them. The defaults come from the environment (model/input_limits.hpp: KVSIM_MAX_HEADER_BYTES,
+// inside them. The defaults come from the environment (core/input_limits.hpp: KVSIM_MAX_HEADER_BYTES,
 // KVSIM_MAX_TENSORS, KVSIM_MAX_TENSOR_ELEMENTS), read when the struct is made.
 struct SafetensorsLimits {
   uint64_t max_header_bytes = input_limit(InputLimit::header_bytes);

@@ -19,7 +19,7 @@ namespace kvsim::llm {
 
 namespace {
 
-// Tensor, key and string-length limits (model/input_limits.hpp) are far above any real model but low
+// Tensor, key and string-length limits (core/input_limits.hpp) are far above any real model but low
 // enough that a corrupt count cannot make us allocate gigabytes before noticing the file is too short;
 // the dimension and nesting bounds are the format's own.
 constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS

@@ -3,7 +3,7 @@
 // three hierarchical ratios, a rank-and-span budget) can be compared on one x axis (`kvsim replay
 // --budget-sweep`, docs/replay.md § Budgets).
 //
-// Each policy maps B to its own parameters the way its paper sizes it:
+// Each policy maps B to its own parameters the way its paper sizes it (policies/<name>/budget.cpp):
 //   streaming   sinks kept, window = B - sinks
 //   snapkv      budget_tokens = B (observation window included, as SnapKV counts it)
 //   quest       budget_tokens = B (whole pages)
@@ -26,7 +26,7 @@
 
 namespace kvsim::replay {
 
-// True when the policy has a budget axis (every policy but full).
+// True when the policy has a budget axis (its registry line has a set_budget; every policy but full).
 bool has_budget(const Policy& policy);
 
 // Sets the budget-determining parameters of `v` (the policy's parameter values, in params() order) for

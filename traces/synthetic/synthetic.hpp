@@ -4,7 +4,7 @@
 //
 // Lazy and deterministic: construction builds only per-token/per-sentence bookkeeping (O(T) bytes) and
 // small per-head direction tables. keys()/values()/queries() compute the requested rows on demand from
-// a counter-based RNG (traces/counter_rng.hpp), so a 1M-token trace is never held whole, and the same
+// a counter-based RNG (traces/synthetic/counter_rng.hpp), so a 1M-token trace is never held whole, and the same
 // (config, seed) gives bit-identical floats whatever ranges are asked for, in whatever order.
 //
 // How each structural knob shapes attention is documented at its field below and, with the presets

@@ -1,0 +1,27 @@
+// ctkvr on the replay's one budget axis (traces/replay/budget.hpp, docs/replay.md § Budgets): a
+// budget B = "about B tokens attended per step, per layer and KV head" mapped to ctkvr's own knobs:
+// init + local scaled to the paper's 5% of the context (§3.1.1), rho' = B - init - local, rho = 2.5 rho' (§4.1.1). Returns false when no configuration attends about that few tokens.
+#include <algorithm>
+#include <cmath>
+
+#include "policies/ctkvr/params.hpp"
+#include "policies/ctkvr/policy.hpp"
+
+namespace kvsim::policies::ctkvr {
+
+bool set_budget(ParamValues& v, int64_t prompt, int64_t budget) {
+  Params p = param_table().read(v);
+  // §3.1.1: init + local = 6,528 of 131,072 tokens (5%) on the GPU; the defaults split it 128 + 6,400.
+  const double init = std::max(1.0, std::round(double(prompt) * 128.0 / 131072.0));
+  const double local = std::max(1.0, std::round(double(prompt) * 6400.0 / 131072.0));
+  const double rho_prime = double(budget) - init - local;
+  if (rho_prime < 1) return false;
+  p.init_tokens = init;
+  p.local_tokens = local;
+  p.budget_tokens = rho_prime;
+  p.per_centroid = std::ceil(2.5 * rho_prime);  // rho = 2.5 rho' (§4.1.1)
+  v = param_table().values(p);
+  return true;
+}
+
+}  // namespace kvsim::policies::ctkvr
