@@ -10,17 +10,17 @@
 
 namespace kvsim {
 
-namespace {
-nlohmann::json params_json(const PlanResult& r) {
+nlohmann::json params_json(const Policy& policy, const ParamValues& values) {
   nlohmann::json p = nlohmann::json::object();
-  const auto& specs = r.policy->params();
+  const auto& specs = policy.params();
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (specs[i].choices.empty()) p[specs[i].name] = r.params[i];
-    else p[specs[i].name] = param_text(specs[i], r.params[i]);
+    if (specs[i].choices.empty()) p[specs[i].name] = values[i];
+    else p[specs[i].name] = param_text(specs[i], values[i]);
   }
   return p;
 }
 
+namespace {
 std::string params_text(const PlanResult& r) {
   std::string out;
   const auto& specs = r.policy->params();
@@ -59,7 +59,7 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
   for (const PlanResult& r : results) {
     json e;
     e["policy"] = std::string(r.policy->name());
-    e["params"] = params_json(r);
+    e["params"] = params_json(*r.policy, r.params);
     e["context_tokens"] = r.context_tokens;
     e["output_tokens"] = r.output_tokens;
     e["batch"] = r.batch;

@@ -13,6 +13,8 @@ namespace kvsim {
 inline constexpr const char* kPlanSchema = "kvsim.plan/1";
 
 nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& results);
+// A policy's parameter values by name: numbers, or the chosen word for a parameter with choices.
+nlohmann::json params_json(const Policy& policy, const ParamValues& values);
 std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results);
 std::string plan_csv(const Scenario& s, const std::vector<PlanResult>& results);
 // One CSV field, quoted when it holds a comma, quote or newline (RFC 4180).

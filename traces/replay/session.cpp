@@ -13,6 +13,7 @@
 #include "core/format.hpp"
 #include "core/units.hpp"
 #include "model/library.hpp"
+#include "model/report.hpp"
 #include "model/step_timeline.hpp"
 #include "policies/registry.hpp"
 #include "traces/format/trace_file.hpp"
@@ -37,15 +38,6 @@ json quality_json(const Quality& q) {
           {"topk_recall", summary_json(q.topk_recall)},
           {"tokens_attended", summary_json(q.tokens)},
           {"needle_recall", q.focus ? summary_json(*q.focus) : json(nullptr)}};
-}
-
-json params_json(const Policy& p, const ParamValues& v) {
-  json j = json::object();
-  for (size_t i = 0; i < p.params().size(); ++i) {
-    const ParamSpec& s = p.params()[i];
-    j[s.name] = s.choices.empty() ? json(v[i]) : json(param_text(s, v[i]));
-  }
-  return j;
 }
 
 struct Bytes {
