@@ -48,9 +48,12 @@ double phase_bytes_on(const Phase& p, Ceiling c) {
   return p.repeat > 0 ? b / p.repeat : b;
 }
 
-double Calibration::efficiency(const Phase& p, Ceiling c, double bytes_per_instance) const {
+double Calibration::efficiency(const Phase& p, Ceiling c, double bytes_per_instance, bool* outside_out) const {
   const EfficiencyCurve* cv = curve_for(p, c);
   if (!cv) return efficiency(p.kind, c, p.run_bytes);
+  // A phase with no gather runs (run_bytes 0) moves one contiguous block: the longest run measured
+  // stands for it, which is not an extrapolation.
+  if (cv->x == CurveVariable::run_bytes && !(p.run_bytes > 0)) return cv->points.back().second;
   double x = 0;
   switch (cv->x) {
     case CurveVariable::run_bytes: x = p.run_bytes; break;
@@ -61,6 +64,7 @@ double Calibration::efficiency(const Phase& p, Ceiling c, double bytes_per_insta
   }
   bool outside = false;
   const double e = cv->at(x, &outside);
+  if (outside_out) *outside_out = *outside_out || outside;
   if (outside && !cv->warned->exchange(true)) {
     std::fprintf(stderr,
                  "kvsim: warning: calibration '%s': the %s efficiency of %s phases%s%s was measured for %s in "
@@ -174,6 +178,26 @@ Calibration load_calibration(YamlMap m) {
   c.calibrated = !c.curves.empty();
   for (const auto& e : c.per_kind)
     for (double v : e.of) c.calibrated |= (v != 1.0);
+  return c;
+}
+
+bool is_host_ceiling(Ceiling c) { return c == Ceiling::host_compute || c == Ceiling::dram; }
+
+Calibration combine_calibrations(const Calibration& gpu_side, const Calibration& host_side, std::string name,
+                                 std::string description) {
+  Calibration c;
+  c.name = std::move(name);
+  c.description = std::move(description);
+  c.calibrated = gpu_side.calibrated || host_side.calibrated;
+  for (size_t k = 0; k < c.per_kind.size(); ++k)
+    for (size_t cl = 0; cl < size_t(Ceiling::count); ++cl)
+      c.per_kind[k].of[cl] = (is_host_ceiling(Ceiling(cl)) ? host_side : gpu_side).per_kind[k].of[cl];
+  for (size_t cl = 0; cl < size_t(Ceiling::count); ++cl)
+    c.half_run_bytes[cl] = (is_host_ceiling(Ceiling(cl)) ? host_side : gpu_side).half_run_bytes[cl];
+  for (const auto& cv : gpu_side.curves)
+    if (!is_host_ceiling(cv.ceiling)) c.curves.push_back(cv);
+  for (const auto& cv : host_side.curves)
+    if (is_host_ceiling(cv.ceiling)) c.curves.push_back(cv);
   return c;
 }
 

@@ -81,12 +81,21 @@ struct Calibration {
   }
   // Efficiency of ceiling c for phase p: the curve for p's name and kind, else the curve for p's kind,
   // else the constant with the gather penalty. `bytes_per_instance` is the x of a `bytes` curve.
-  double efficiency(const Phase& p, Ceiling c, double bytes_per_instance) const;
+  // *outside (when given) says whether a curve was read outside its measured range (extrapolated).
+  double efficiency(const Phase& p, Ceiling c, double bytes_per_instance, bool* outside = nullptr) const;
   // The curve that applies to phase p on ceiling c, or nullptr.
   const EfficiencyCurve* curve_for(const Phase& p, Ceiling c) const;
 };
 
 Calibration load_calibration(YamlMap m);
+
+// The GPU ceilings (tensor, simt, hbm, h2d, d2h, link) of `gpu_side` with the host ceilings
+// (host_compute, dram) of `host_side`: constants, gather costs and curves. This is how the default
+// calibration of a scenario is put together from a GPU's published-measurement file and a host's
+// measured file (model/scenario.cpp, docs/scenarios.md).
+Calibration combine_calibrations(const Calibration& gpu_side, const Calibration& host_side, std::string name,
+                                 std::string description);
+bool is_host_ceiling(Ceiling c);
 
 // A phase's bytes per instance on ceiling c (the x of a `bytes` curve): that tier's bytes, or for a
 // compute ceiling all memory bytes, divided by the phase's repeat.

@@ -74,4 +74,30 @@ Calibration load_calibration_file(const std::string& path) {
   return load_calibration(YamlMap(load_yaml_file(path), path, ""));
 }
 
+Calibration default_calibration(const GpuSpec& gpu, const HostSpec& host) {
+  const std::string dir = kind_dir(LibraryKind::calibration);
+  std::error_code ec;
+  auto file_of = [&](const std::string& name) {
+    const std::string path = dir + "/" + name + ".yaml";
+    return fs::exists(path, ec) ? path : std::string();
+  };
+  const std::string roofline_path = file_of("roofline");
+  const Calibration roof = roofline_path.empty() ? Calibration() : load_calibration_file(roofline_path);
+  const std::string gpu_name = gpu.name + "-published", own_host = host.name + "-cpu";
+  const std::string gpu_path = file_of(gpu_name);
+  std::string host_name = own_host, host_path = file_of(own_host);
+  const bool borrowed_host = host_path.empty();
+  if (borrowed_host) host_name = kDefaultHostCalibration, host_path = file_of(host_name);
+  if (gpu_path.empty() && host_path.empty()) return roof;
+  const Calibration g = gpu_path.empty() ? roof : load_calibration_file(gpu_path);
+  const Calibration h = host_path.empty() ? roof : load_calibration_file(host_path);
+  const std::string gname = gpu_path.empty() ? "roofline" : gpu_name, hname = host_path.empty() ? "roofline" : host_name;
+  std::string desc = "GPU " + gpu.name + ": " +
+                     (gpu_path.empty() ? std::string("roofline (no published measurements)") : g.description) +
+                     "; host " + host.name + ": " + (host_path.empty() ? std::string("roofline") : h.description);
+  if (borrowed_host && !host_path.empty())
+    desc += " (" + host.name + " has no measurement of its own: the default measured host)";
+  return combine_calibrations(g, h, gname + " + " + hname, desc);
+}
+
 }  // namespace kvsim

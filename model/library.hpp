@@ -30,4 +30,15 @@ HostSpec load_host_file(const std::string& path);
 ModelConfig load_model_file(const std::string& path);
 Calibration load_calibration_file(const std::string& path);
 
+// The measured host every host without a measurement of its own borrows its host-side efficiencies
+// from: this project's CI machine, measured by `kvsim validate --device cpu` (docs/validation/cpu.md).
+inline constexpr const char* kDefaultHostCalibration = "ci-2core-cpu";
+
+// The calibration a scenario gets when it names none (or `calibration: auto`): the GPU ceilings from
+// `<gpu>-published` (`kvsim calibrate published`: kernel measurements others published), the host
+// ceilings from `<host>-cpu` (`kvsim validate --device cpu` on that host) or, for a host never
+// measured, from kDefaultHostCalibration — never the roofline's 1.0 for host phases. A side with no
+// file keeps the roofline. The name and description say which files it combines.
+Calibration default_calibration(const GpuSpec& gpu, const HostSpec& host);
+
 }  // namespace kvsim

@@ -1,7 +1,9 @@
 #include "model/plan.hpp"
 
+#include "model/library.hpp"
 #include "model/scenario.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -37,7 +39,7 @@ double sum_phases(const Deployment& d, const PhaseList& phases, std::string_view
   for (const Phase& ph : phases) {
     const PhaseTime t = roofline(ph, d.machine);
     total += t.seconds;
-    if (out) out->push_back({ph, stage, t.seconds, t.bound});
+    if (out) out->push_back({ph, stage, t.seconds, t.bound, t.extrapolated});
   }
   return total;
 }
@@ -176,6 +178,15 @@ void compare_to_full(std::vector<PlanResult>& results, const std::vector<PlanRes
   }
 }
 
+std::vector<std::string> PlanResult::extrapolated_phases() const {
+  std::vector<std::string> names;
+  for (const auto* list : {&prefill, &decode})
+    for (const PhaseResult& p : *list)
+      if (p.extrapolated && std::find(names.begin(), names.end(), p.phase.name) == names.end())
+        names.emplace_back(p.phase.name);
+  return names;
+}
+
 std::vector<PlanResult> plan_scenario(const Scenario& s, const Deployment& d, const Policy& full_kv) {
   const Workload& w = s.workload;
   std::vector<PlanResult> results, reference;
@@ -190,6 +201,23 @@ std::vector<PlanResult> plan_scenario(const Scenario& s, const Deployment& d, co
     reference.push_back(evaluate(ref));
   }
   compare_to_full(results, reference);
+  if (s.calibration.calibrated) {
+    // The roofline bound (the library's roofline.yaml: every efficiency 1.0) at the estimate's batch.
+    const Calibration roof =
+        load_calibration_file(resolve(LibraryKind::calibration, "roofline", s.file, 0, "calibration"));
+    Deployment bound_d = d;
+    bound_d.machine.calibration = &roof;
+    for (PlanResult& r : results) {
+      if (!r.feasible) continue;
+      DesignPoint b{&bound_d, r.policy, &r.params, r.context_tokens, r.output_tokens, r.batch};
+      const PlanResult rb = evaluate(b);
+      if (!rb.feasible) continue;
+      r.has_bound = true;
+      r.bound_tpot_s = rb.tpot_s;
+      r.bound_ttft_s = rb.ttft_s;
+      r.bound_throughput_tok_s = rb.throughput_tok_s;
+    }
+  }
   return results;
 }
 

@@ -24,6 +24,7 @@ struct PhaseResult {
   std::string_view stage;  // "prefill" or "decode"
   double seconds = 0;
   Bound bound = Bound::latency;
+  bool extrapolated = false;  // its efficiency was read outside a calibration curve's measured range
 };
 
 struct MemoryReport {
@@ -51,6 +52,12 @@ struct PlanResult {
   // Against full KV at the same context and batch setting (set by compare_to_full; 0 = no feasible
   // reference): throughput ratio, TPOT ratio (full / this), HBM KV per sequence ratio (this / full).
   double speedup_vs_full = 0, tpot_speedup_vs_full = 0, kv_hbm_vs_full = 0;
+  // The roofline bound at the same batch (every efficiency 1.0), next to the calibrated estimate above;
+  // set by plan_scenario when the calibration in force is not the roofline itself.
+  bool has_bound = false;
+  double bound_tpot_s = 0, bound_ttft_s = 0, bound_throughput_tok_s = 0;
+  // Names of the phases whose efficiency was extrapolated beyond a curve's measured range.
+  std::vector<std::string> extrapolated_phases() const;
 };
 
 // Memory only: the per-tier footprint at `batch` (0 = max) and the max batch.

@@ -46,7 +46,9 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
   j["hardware"] = s.gpu.name;
   j["host"] = s.host.name;
   j["model"] = s.model.name;
-  j["calibration"] = {{"name", s.calibration.name}, {"calibrated", s.calibration.calibrated}};
+  j["calibration"] = {{"name", s.calibration.name},
+                      {"calibrated", s.calibration.calibrated},
+                      {"description", s.calibration.description}};
   const Workload& w = s.workload;
   j["workload"] = {{"output_tokens", w.output_tokens},
                    {"tensor_parallel", w.tensor_parallel},
@@ -98,10 +100,20 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
                           {"h2d_bytes", wk.h2d_bytes},
                           {"d2h_bytes", wk.d2h_bytes},
                           {"link_bytes", wk.link_bytes},
-                          {"launches", wk.launches}});
+                          {"launches", wk.launches},
+                          {"extrapolated", p.extrapolated}});
       }
     }
     e["phases"] = phases;
+    // The estimate above is under the calibration in force; the bound is the roofline (efficiencies
+    // 1.0) at the same batch. null when the calibration is the roofline itself.
+    e["bound"] = r.has_bound ? json{{"tpot_ms", r.bound_tpot_s * 1e3},
+                                    {"ttft_ms", r.bound_ttft_s * 1e3},
+                                    {"throughput_tok_s", r.bound_throughput_tok_s}}
+                             : json(nullptr);
+    json ex = json::array();
+    for (const auto& n : r.extrapolated_phases()) ex.push_back(n);
+    e["extrapolated_phases"] = ex;
     arr.push_back(e);
   }
   j["results"] = arr;
@@ -115,7 +127,11 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
     << s.gpu.name << " + host " << s.host.name << ", TP " << w.tensor_parallel << ", weights "
     << to_string(w.weight_dtype) << ", KV " << to_string(w.kv_dtype) << "\n";
   o << "calibration: " << s.calibration.name
-    << (s.calibration.calibrated ? "" : " (uncalibrated: efficiencies 1.0, times are lower bounds)") << "\n";
+    << (s.calibration.calibrated ? " (estimates; the roofline bound is shown under each policy; --calibration roofline for the bound alone)"
+                                 : " (uncalibrated: efficiencies 1.0, times are lower bounds)")
+    << "\n";
+  if (s.calibration.calibrated && !s.calibration.description.empty())
+    o << "  " << s.calibration.description << "\n";
   int64_t last_ctx = -1;
   for (const PlanResult& r : results) {
     if (r.context_tokens != last_ctx) {
@@ -154,6 +170,16 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
         << "%, " << to_string(p->bound) << ")";
     }
     o << "\n";
+    if (r.has_bound)
+      o << "    roofline bound: TPOT " << fmt("%.3f", r.bound_tpot_s * 1e3) << " ms, TTFT " << fmt("%.1f", r.bound_ttft_s * 1e3)
+        << " ms, " << fmt("%.1f", r.bound_throughput_tok_s) << " tok/s/GPU (estimate / bound: TPOT "
+        << fmt("%.2fx", r.tpot_s / r.bound_tpot_s) << ")\n";
+    const auto ex = r.extrapolated_phases();
+    if (!ex.empty()) {
+      o << "    outside the calibrated range (efficiency extrapolated, not measured):";
+      for (const auto& n : ex) o << " " << n;
+      o << "\n";
+    }
   }
   return o.str();
 }
@@ -161,7 +187,8 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
 std::string plan_csv(const Scenario&, const std::vector<PlanResult>& results) {
   std::ostringstream o;
   o << "policy,params,context_tokens,output_tokens,batch,feasible,reason,tpot_ms,ttft_ms,throughput_tok_s,"
-       "dominant_bound,hbm_bytes,dram_bytes,kv_hbm_bytes,kv_dram_bytes,max_batch,throughput_vs_full,kv_hbm_per_seq_vs_full\n";
+       "dominant_bound,hbm_bytes,dram_bytes,kv_hbm_bytes,kv_dram_bytes,max_batch,throughput_vs_full,kv_hbm_per_seq_vs_full,"
+       "bound_tpot_ms,bound_ttft_ms,bound_throughput_tok_s,extrapolated_phases\n";
   char buf[64];
   auto num = [&](double v) {
     std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -175,7 +202,11 @@ std::string plan_csv(const Scenario&, const std::vector<PlanResult>& results) {
       << "," << num(r.memory.hbm_bytes) << "," << num(r.memory.dram_bytes) << "," << num(r.memory.kv_hbm_bytes) << ","
       << num(r.memory.kv_dram_bytes) << "," << r.memory.max_batch << ","
       << (r.speedup_vs_full > 0 ? num(r.speedup_vs_full) : "") << "," << (r.kv_hbm_vs_full > 0 ? num(r.kv_hbm_vs_full) : "")
-      << "\n";
+      << "," << (r.has_bound ? num(r.bound_tpot_s * 1e3) : "") << "," << (r.has_bound ? num(r.bound_ttft_s * 1e3) : "")
+      << "," << (r.has_bound ? num(r.bound_throughput_tok_s) : "") << ",";
+    std::string ex;
+    for (const auto& n : r.extrapolated_phases()) ex += (ex.empty() ? "" : ";") + n;
+    o << csv_field(ex) << "\n";
   }
   return o.str();
 }

@@ -24,32 +24,34 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
 }
 
 PhaseTime roofline(const Phase& p, const Machine& m) {
-  auto eff = [&](Ceiling c) { return m.calibration->efficiency(p, c, phase_bytes_on(p, c)); };
-  double peak = 0;
-  switch (p.unit) {
-    case ComputeUnit::tensor: peak = m.tensor * eff(Ceiling::tensor); break;
-    case ComputeUnit::tensor_act: peak = m.tensor_act * eff(Ceiling::tensor); break;
-    case ComputeUnit::simt: peak = m.simt * eff(Ceiling::simt); break;
-    case ComputeUnit::host: peak = m.host_compute * eff(Ceiling::host_compute); break;
-  }
+  bool outside = false;
+  auto eff = [&](Ceiling c) { return m.calibration->efficiency(p, c, phase_bytes_on(p, c), &outside); };
   const Work& w = p.work;
-  PhaseTime t{0, Bound::latency};
-  auto consider = [&](double amount, double rate, Bound b) {
+  PhaseTime t{0, Bound::latency, false};
+  // Only the ceilings the phase uses are looked up: a curve is never read (or flagged as
+  // extrapolated) for a tier the phase does not touch.
+  auto consider = [&](double amount, double ceiling_rate, Ceiling c, Bound b) {
     if (amount <= 0) return;
-    const double s = amount / rate;
-    if (s > t.seconds) t = {s, b};
+    const double s = amount / (ceiling_rate * eff(c));
+    if (s > t.seconds) t = {s, b, false};
   };
-  consider(w.flops, peak, Bound::compute);
-  consider(w.hbm_bytes, m.hbm * eff(Ceiling::hbm), Bound::hbm);
-  consider(w.dram_bytes, m.dram * eff(Ceiling::dram), Bound::dram);
-  consider(w.h2d_bytes, m.h2d * eff(Ceiling::h2d), Bound::h2d);
-  consider(w.d2h_bytes, m.d2h * eff(Ceiling::d2h), Bound::d2h);
-  consider(w.link_bytes, m.link * eff(Ceiling::link), Bound::interconnect);
+  switch (p.unit) {
+    case ComputeUnit::tensor: consider(w.flops, m.tensor, Ceiling::tensor, Bound::compute); break;
+    case ComputeUnit::tensor_act: consider(w.flops, m.tensor_act, Ceiling::tensor, Bound::compute); break;
+    case ComputeUnit::simt: consider(w.flops, m.simt, Ceiling::simt, Bound::compute); break;
+    case ComputeUnit::host: consider(w.flops, m.host_compute, Ceiling::host_compute, Bound::compute); break;
+  }
+  consider(w.hbm_bytes, m.hbm, Ceiling::hbm, Bound::hbm);
+  consider(w.dram_bytes, m.dram, Ceiling::dram, Bound::dram);
+  consider(w.h2d_bytes, m.h2d, Ceiling::h2d, Bound::h2d);
+  consider(w.d2h_bytes, m.d2h, Ceiling::d2h, Bound::d2h);
+  consider(w.link_bytes, m.link, Ceiling::link, Bound::interconnect);
   // Kernel launches cost GPU time; CPU routines and copies have their own call costs (policies add
   // them as launches on those devices with the same per-call latency until calibrated separately).
   const double fixed = w.launches * m.kernel_latency;
   if (fixed > t.seconds) t.bound = Bound::latency;
   t.seconds += fixed;
+  t.extrapolated = outside;
   return t;
 }
 

@@ -35,6 +35,7 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
 struct PhaseTime {
   double seconds = 0;
   Bound bound = Bound::latency;
+  bool extrapolated = false;  // an efficiency curve was read outside its measured range
 };
 
 PhaseTime roofline(const Phase& p, const Machine& m);

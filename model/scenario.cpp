@@ -148,8 +148,10 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
   s.model = model_entry(mn, src);
 
   YAML::Node cn = entry_node("calibration", o.calibration, src);
-  // No calibration named: the library's roofline file (ideal efficiencies, physical gather costs).
-  s.calibration = calibration_entry(cn ? cn : YAML::Node("roofline"), src);
+  // No calibration named (or `auto`): the best the library has for this GPU and host
+  // (default_calibration); `roofline` is the uncalibrated bound.
+  if (!cn || (cn.IsScalar() && cn.Scalar() == "auto")) s.calibration = default_calibration(s.gpu, s.host);
+  else s.calibration = calibration_entry(cn, src);
 
   // Workload: every field may be overridden from the command line (same checks, "command line" origin).
   YamlMap w = top.map("workload");

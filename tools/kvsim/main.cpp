@@ -1,4 +1,5 @@
-// kvsim command line. Subcommands: plan, sweep, trace, replay, study, reproduce, validate, hardware, host, model, policy,
+// kvsim command line. Subcommands: plan, sweep, trace, replay, study, reproduce, validate, calibrate, hardware, host,
+// model, policy,
 // bench.
 // Input errors print one line naming file, line, field, value and what is allowed, and exit 2.
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include "model/scenario.hpp"
 #include "core/units.hpp"
 #include "model/step_timeline.hpp"
+#include "tools/kvsim/calibrate_cmd.hpp"
 #include "tools/kvsim/host_probe.hpp"
 #include "tools/kvsim/replay_cmd.hpp"
 #include "tools/kvsim/study_cmd.hpp"
@@ -149,6 +151,7 @@ int main(int argc, char** argv) {
   StudyCommand* study_cmd = add_study_command(app);
   ReproduceCommand* reproduce_cmd = add_reproduce_command(app);
   ValidateCommand* validate_cmd = add_validate_command(app);
+  CalibrateCommand* calibrate_cmd = add_calibrate_command(app);
 
   std::string name, fmt = "table";
   auto add_library_cmd = [&](const char* cmd, const char* what) {
@@ -189,6 +192,7 @@ int main(int argc, char** argv) {
     if (const int rc = run_study_command(*study_cmd); rc >= 0) return rc;
     if (const int rc = run_reproduce_command(*reproduce_cmd); rc >= 0) return rc;
     if (const int rc = run_validate_command(*validate_cmd, argc, argv); rc >= 0) return rc;
+    if (const int rc = run_calibrate_command(*calibrate_cmd, argc, argv); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (cmd_probe->parsed()) {
       std::printf("%s", probe_host_yaml(probe_name, probe_seconds).c_str());

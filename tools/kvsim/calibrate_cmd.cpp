@@ -1,0 +1,74 @@
+#include "tools/kvsim/calibrate_cmd.hpp"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/atomic_file.hpp"
+#include "kernels/validate/published.hpp"
+#include "model/library.hpp"
+
+namespace kvsim {
+
+struct CalibrateCommand {
+  CLI::App* cmd = nullptr;
+  CLI::App* published = nullptr;
+  std::string measurements, out_dir, report;
+};
+
+CalibrateCommand* add_calibrate_command(CLI::App& app) {
+  static CalibrateCommand c;
+  c.cmd = app.add_subcommand("calibrate", "fit calibration files from measurements (see also `kvsim validate`)");
+  c.cmd->require_subcommand(1);
+  c.published = c.cmd->add_subcommand(
+      "published", "GPU efficiency curves from kernel measurements others published; one file per library GPU");
+  c.published->add_option("--measurements", c.measurements,
+                          "the measurements (default: scenarios/measurements/gpu-published.yaml)");
+  c.published->add_option("--out-dir", c.out_dir,
+                          "where to write <gpu>-published.yaml (default: the library's calibration folder)");
+  c.published->add_option("--report", c.report, "also write the Markdown report (docs/validation/gpu-published.md)");
+  return &c;
+}
+
+int run_calibrate_command(CalibrateCommand& c, int argc, char** argv) {
+  if (!c.cmd->parsed()) return -1;
+  (void)argc, (void)argv;
+  // The command that re-creates the files (the output folder and report path do not change them).
+  const std::string command =
+      "kvsim calibrate published" + (c.measurements.empty() ? std::string() : " --measurements " + c.measurements);
+  const std::string data = c.measurements.empty() ? library_dir() + "/measurements/gpu-published.yaml" : c.measurements;
+  const std::string dir = c.out_dir.empty() ? library_dir() + "/calibration" : c.out_dir;
+  const auto points = validate::load_published(data);
+  std::vector<GpuSpec> gpus;
+  for (const std::string& n : library_names(LibraryKind::hardware))
+    gpus.push_back(load_gpu_file(resolve(LibraryKind::hardware, n, "command line", 0, "hardware")));
+  const validate::PublishedFit fit = validate::fit_published(points, gpus);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string rel = std::filesystem::path(data).filename().string();
+  for (const auto& g : fit.gpus)
+    write_file_atomic(dir + "/" + g.gpu + "-published.yaml",
+                      validate::published_calibration_yaml(g, "scenarios/measurements/" + rel, command));
+  const std::string tables = validate::published_report_markdown(fit, points);
+  if (!c.report.empty()) {
+    std::string doc =
+        "# GPU efficiencies from published kernel measurements\n\n"
+        "kvsim has no GPU. Its GPU-side efficiencies come from kernel-level measurements that others published "
+        "for real GPUs (`scenarios/measurements/gpu-published.yaml`, each point with its exact configuration, "
+        "source and how it was verified: [gpu-published-sources.md](gpu-published-sources.md)). End-to-end "
+        "results of papers are never fitted; they are what `kvsim reproduce` checks the model against.\n\n"
+        "Each point is an efficiency on one ceiling: the achieved rate over the GPU's datasheet rate "
+        "(`scenarios/hardware/<gpu>.yaml`), or the fraction the source published. Per GPU and curve the fit is "
+        "e(x) = e_max x / (x + x_half), least squares in log e. *Fit error*: the median over all points of "
+        "|e_fit / e_measured - 1|, which is the relative error of the predicted kernel time. *Held-out error*: "
+        "every third interior point (in x order) is left out of a second fit and predicted by it. Library GPUs "
+        "with no points of their own for a curve borrow the curve of a GPU of the same architecture.\n\n"
+        "Re-run with:\n\n    " + command + " --report docs/validation/gpu-published.md\n\n## Fits\n\n" + tables;
+    write_file_atomic(c.report, doc);
+  }
+  std::printf("%s", tables.c_str());
+  std::fprintf(stderr, "kvsim calibrate: %zu points, %zu curves fitted, %zu calibration files in %s\n", points.size(),
+               fit.fits.size(), fit.gpus.size(), dir.c_str());
+  return 0;
+}
+
+}  // namespace kvsim
