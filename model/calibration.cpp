@@ -65,16 +65,6 @@ double Calibration::efficiency(const Phase& p, Ceiling c, double bytes_per_insta
   bool outside = false;
   const double e = cv->at(x, &outside);
   if (outside_out) *outside_out = *outside_out || outside;
-  if (outside && !cv->warned->exchange(true)) {
-    std::fprintf(stderr,
-                 "kvsim: warning: calibration '%s': the %s efficiency of %s phases%s%s was measured for %s in "
-                 "[%g, %g]; phase '%s' has %s = %g, so the end value %g is used (extrapolated, not measured)\n",
-                 name.c_str(), std::string(kCeilingNames[size_t(c)]).c_str(), std::string(to_string(p.kind)).c_str(),
-                 cv->phase.empty() ? "" : " named ", cv->phase.c_str(),
-                 std::string(kCurveVariableNames[size_t(cv->x)]).c_str(), cv->points.front().first,
-                 cv->points.back().first, std::string(p.name).c_str(),
-                 std::string(kCurveVariableNames[size_t(cv->x)]).c_str(), x, e);
-  }
   // A run_bytes curve measured the run-length cost itself; any other curve keeps the gather penalty.
   if (cv->x == CurveVariable::run_bytes) return e;
   const double h = half_run_bytes[size_t(c)];

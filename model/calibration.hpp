@@ -5,8 +5,9 @@
 // An efficiency is a constant per (phase kind, ceiling), or — where it depends on shape — a measured
 // curve: efficiency against one shape variable (a gather's contiguous run length, an attention's
 // context length or batch, a copy's size) as (x, efficiency) points. Between points the planner
-// interpolates linearly in log x; outside the measured range it uses the nearest end value and warns
-// once per curve on stderr, because that number was not measured.
+// interpolates linearly in log x; outside the measured range it uses the nearest end value and the
+// answer flags the phase (PhaseResult::extrapolated; "extrapolated_phases" in the plan's JSON and a
+// line in its table), because that number was not measured.
 #pragma once
 #include <array>
 #include <atomic>
@@ -49,8 +50,6 @@ struct EfficiencyCurve {
   CurveVariable x = CurveVariable::bytes;
   std::vector<std::pair<double, double>> points;  // (x > 0, efficiency in (0, 1]), x strictly increasing
   std::string source;                             // the `source` field: how the points were measured
-  // Set the first time a lookup falls outside [points.front().x, points.back().x] (shared by copies).
-  std::shared_ptr<std::atomic<bool>> warned = std::make_shared<std::atomic<bool>>(false);
 
   // Log-x linear interpolation; the end value outside the range. *outside says whether x was outside.
   double at(double x, bool* outside = nullptr) const;

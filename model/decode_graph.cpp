@@ -22,6 +22,7 @@ SimPhase instance(const Phase& p, const Machine& m) {
     Work& w = one.work;
     w.flops *= k, w.hbm_bytes *= k, w.dram_bytes *= k, w.h2d_bytes *= k, w.d2h_bytes *= k;
     w.link_bytes *= k, w.launches *= k;
+    one.repeat = 1;  // one instance now: a `bytes` efficiency curve must see this instance's bytes, as the roofline does
   }
   return to_sim_phase(one, m);
 }

@@ -36,6 +36,7 @@ double workspace_per_seq(const Deployment& d) { return d.vocab * 4; }
 double sum_phases(const Deployment& d, const PhaseList& phases, std::string_view stage,
                   std::vector<PhaseResult>* out) {
   double total = 0;
+  if (out) out->reserve(out->size() + phases.size());
   for (const Phase& ph : phases) {
     const PhaseTime t = roofline(ph, d.machine);
     total += t.seconds;
@@ -106,6 +107,7 @@ StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues
   decode_phase_lists(d, pol, params, shape, policy_phases, dense);
   StepResult r;
   std::vector<PhaseResult>* out = keep_phases ? &r.phases : nullptr;
+  if (out) out->reserve(policy_phases.size() + dense.size());
   r.serial_seconds = sum_phases(d, policy_phases, "decode", out) + sum_phases(d, dense, "decode", out);
   r.seconds = r.serial_seconds;
   if (!sim::is_single_stream(policy_phases)) {

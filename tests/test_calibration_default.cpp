@@ -114,12 +114,16 @@ TEST(PublishedFit, SaturatingCurveThroughExactPointsAndHeldOutError) {
 }
 
 TEST(PublishedFit, AGpuWithoutItsOwnPointsBorrowsFromItsArchitectureAndSaysSo) {
-  std::vector<validate::PublishedPoint> pts = {attention_point("a", "h100-sxm", 8192, 0.6),
-                                               attention_point("b", "h100-sxm", 65536, 0.9),
-                                               attention_point("c", "a100-80g", 65536, 0.87)};
+  std::vector<validate::PublishedPoint> pts = {
+      attention_point("a", "h100-sxm", 8192, 0.6),  attention_point("b", "h100-sxm", 32768, 0.82),
+      attention_point("c", "h100-sxm", 65536, 0.9), attention_point("d", "a100-80g", 8192, 0.67),
+      attention_point("e", "a100-80g", 32768, 0.84), attention_point("f", "a100-80g", 65536, 0.87),
+      // one point is too few for a curve: h200 must not take it as its own
+      attention_point("g", "h200", 65536, 0.95)};
   const auto fit = validate::fit_published(pts, {test::gpu("h100-sxm"), test::gpu("h200"), test::gpu("a100-80g"),
                                                  test::gpu("v100-32g")});
   ASSERT_EQ(fit.gpus.size(), 4u);
+  for (const auto& f : fit.fits) EXPECT_EQ(f.usable, f.gpu != "h200") << f.gpu << ": " << f.why_unused;
   for (const auto& g : fit.gpus) {
     const std::string yaml = validate::published_calibration_yaml(g, "m.yaml", "kvsim calibrate published");
     if (g.gpu == "h200") {

@@ -154,6 +154,14 @@ CurveFit fit_points(const std::string& gpu, const std::string& family, const Cur
     f.heldout_error = median(he);
     f.heldout_points = int(held.size());
   }
+  std::set<double> xs;
+  for (const auto& p : pts) xs.insert(p.x);
+  if (int(pts.size()) < kMinCurvePoints || xs.size() < 2)
+    f.why_unused = std::to_string(pts.size()) + " point(s) at " + std::to_string(xs.size()) + " x value(s): too few for a curve";
+  else if (f.fit_error > kMaxFitError)
+    f.why_unused = "fit error " + fmt("%.0f", 100 * f.fit_error) + "% > " + fmt("%.0f", 100 * kMaxFitError) +
+                   "%: the points disagree (mixed kernels or conditions)";
+  f.usable = f.why_unused.empty();
   return f;
 }
 
@@ -233,7 +241,7 @@ PublishedFit fit_published(const std::vector<PublishedPoint>& points, const std:
   for (const PublishedPoint& p : points) {
     const auto g = lib.find(p.gpu);
     if (p.family == "launch") {
-      const double t = p.time_s > 0 ? p.time_s : 0;
+      const double t = p.time_s > 0 ? p.time_s / std::max(1.0, p.calls) : 0;
       std::string line = p.id + ": " + p.gpu + (p.graph ? " (CUDA graph)" : "") + " " + fmt("%.2f", t * 1e6) + " us per launch";
       if (g != lib.end())
         line += "; the hardware file has " + fmt("%.2f", g->second->kernel_latency * 1e6) + " us in a graph, " +
@@ -283,7 +291,7 @@ PublishedFit fit_published(const std::vector<PublishedPoint>& points, const std:
       const CurveFit* own = nullptr;
       const CurveFit* donor = nullptr;
       for (const CurveFit& f : out.fits) {
-        if (f.kind != key.kind || f.ceiling != key.ceiling) continue;
+        if (!f.usable || f.kind != key.kind || f.ceiling != key.ceiling) continue;
         if (f.gpu == g.name) own = &f;
         const auto dg = lib.find(f.gpu);
         if (dg != lib.end() && dg->second->architecture == g.architecture &&
@@ -334,7 +342,8 @@ std::string published_calibration_yaml(const GpuCalibration& g, const std::strin
       << "    ceiling: " << kCeilingNames[size_t(f.ceiling)] << "\n"
       << "    x: " << kCurveVariableNames[size_t(f.x)] << "\n";
     std::string ids;
-    for (const auto& p : f.points) ids += (ids.empty() ? "" : ", ") + p.id;
+    for (size_t i = 0; i < f.points.size() && i < 4; ++i) ids += (i ? ", " : "") + f.points[i].id;
+    if (f.points.size() > 4) ids += " and " + std::to_string(f.points.size() - 4) + " more: docs/validation/gpu-published.md";
     const auto b = g.borrowed.find(curve_key_name(f));
     o << "    source: \"published: " << f.family << " on " << f.gpu
       << (b != g.borrowed.end() ? " (borrowed: " + b->second + ")" : std::string()) << ", " << f.points.size()
@@ -353,14 +362,15 @@ std::string published_report_markdown(const PublishedFit& f, const std::vector<P
   std::map<std::string, const PublishedPoint*> by_id;
   for (const auto& p : points) by_id[p.id] = &p;
   std::ostringstream o;
-  o << "| GPU | curve | families | points | held out | e_max | x_half | fit error | held-out error |\n"
-    << "|---|---|---|---|---|---|---|---|---|\n";
+  o << "| GPU | curve | families | points | held out | e_max | x_half | fit error | held-out error | used |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const CurveFit& c : f.fits)
     o << "| " << c.gpu << " | " << curve_key_name(c) << " vs " << kCurveVariableNames[size_t(c.x)] << " | "
       << c.family << " | " << c.points.size() << " | " << c.heldout_points << " | " << fmt("%.3f", c.e_max) << " | "
       << (c.x_half > 0 ? fmt("%.3g", c.x_half) : std::string("— (constant)")) << " | "
       << fmt("%.1f%%", 100 * c.fit_error) << " | "
-      << (c.heldout_error >= 0 ? fmt("%.1f%%", 100 * c.heldout_error) : std::string("— (< 4 points)")) << " |\n";
+      << (c.heldout_error >= 0 ? fmt("%.1f%%", 100 * c.heldout_error) : std::string("— (< 4 points)")) << " | "
+      << (c.usable ? std::string("yes") : "no: " + c.why_unused) << " |\n";
   o << "\n### Points\n\n| id | GPU | curve | x | efficiency | source |\n|---|---|---|---|---|---|\n";
   for (const CurveFit& c : f.fits)
     for (const auto& p : c.points) {

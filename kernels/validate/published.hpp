@@ -50,6 +50,9 @@ struct PublishedPoint {
 std::vector<PublishedPoint> load_published(const std::string& path);
 
 // One point as an efficiency on its curve.
+inline constexpr int kMinCurvePoints = 3;
+inline constexpr double kMaxFitError = 0.30;
+
 struct CurvePoint {
   std::string id;
   double x = 0, efficiency = 0;
@@ -68,6 +71,11 @@ struct CurveFit {
   double fit_error = 0;              // median |e_fit / e_measured - 1| over every point (time error)
   double heldout_error = -1;         // median over held-out points of the fit without them; -1: too few points
   int heldout_points = 0;
+  // Whether calibration files use it: at least kMinCurvePoints points at two or more x, and a fit
+  // error of at most kMaxFitError (larger means the points disagree — mixed kernels or conditions —
+  // and no one curve stands for them). `why_unused` says which rule failed.
+  bool usable = false;
+  std::string why_unused;
   double at(double x) const { return x_half > 0 ? e_max * x / (x + x_half) : e_max; }
 };
 

@@ -14,8 +14,11 @@ struct Fixture {
   GpuSpec gpu = load_gpu_file(resolve(LibraryKind::hardware, "h100-sxm", "", 0, ""));
   HostSpec host = load_host_file(resolve(LibraryKind::host, "xeon-w9-3495x", "", 0, ""));
   ModelConfig model = load_model_file(resolve(LibraryKind::model, "llama-3.1-8b", "", 0, ""));
-  Calibration cal;
+  Calibration cal;  // the roofline (every efficiency 1.0)
   Deployment dep = make_deployment(model, gpu, host, cal);
+  // The calibrated path a scenario gets by default: published GPU curves + the measured host's curves.
+  Calibration calibrated = default_calibration(gpu, host);
+  Deployment cal_dep = make_deployment(model, gpu, host, calibrated);
   const Policy* full = find_policy("full");
   ParamValues params = full->defaults();
 };
@@ -38,6 +41,21 @@ void BM_PlanDesignPoint(benchmark::State& state) {
   state.counters["points_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_PlanDesignPoint);
+
+// The same on the default calibration (efficiency curves looked up per phase and ceiling).
+void BM_PlanDesignPointCalibrated(benchmark::State& state) {
+  Fixture& f = fixture();
+  int64_t ctx = 1024;
+  for (auto _ : state) {
+    DesignPoint p{&f.cal_dep, f.full, &f.params, ctx, 1024, 0};
+    PlanResult r = evaluate(p);
+    benchmark::DoNotOptimize(r.tpot_s);
+    ctx = ctx >= 131072 ? 1024 : ctx + 977;
+  }
+  state.SetLabel(f.calibrated.name);
+  state.counters["points_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PlanDesignPointCalibrated);
 
 void BM_DecodeStep(benchmark::State& state) {
   Fixture& f = fixture();
@@ -71,5 +89,22 @@ void BM_PlanPolicy(benchmark::State& state) {
   if (events > 0) state.counters["events_per_s"] = benchmark::Counter(events, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_PlanPolicy)->DenseRange(0, 8);
+
+// Every policy on the default calibration.
+void BM_PlanPolicyCalibrated(benchmark::State& state) {
+  Fixture& f = fixture();
+  const Policy* pol = all_policies()[size_t(state.range(0))];
+  const ParamValues params = pol->defaults();
+  int64_t ctx = 8192;
+  for (auto _ : state) {
+    DesignPoint p{&f.cal_dep, pol, &params, ctx, 1024, 8};
+    PlanResult r = evaluate(p);
+    benchmark::DoNotOptimize(r.tpot_s);
+    ctx = ctx >= 131072 ? 8192 : ctx + 977;
+  }
+  state.SetLabel(std::string(pol->name()));
+  state.counters["points_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PlanPolicyCalibrated)->DenseRange(0, 8);
 
 }  // namespace
