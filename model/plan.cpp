@@ -132,6 +132,7 @@ PlanResult evaluate(const DesignPoint& p) {
   r.context_tokens = p.context_tokens;
   r.output_tokens = p.output_tokens;
   r.memory = plan_memory(p, &r.reason);
+  p.policy->notes(*p.deployment, *p.params, double(p.context_tokens), double(p.output_tokens), r.notes);
   r.batch = p.batch > 0 ? p.batch : r.memory.max_batch;
   r.feasible = r.reason.empty();
   if (!r.feasible) return r;

@@ -41,6 +41,7 @@ struct PlanResult {
   int64_t context_tokens = 0, output_tokens = 0, batch = 0;
   bool feasible = false;
   std::string reason;             // why not, when infeasible
+  std::vector<std::string> notes;  // the policy's remarks on this design point (Policy::notes), feasible or not
   double tpot_s = 0, ttft_s = 0;  // meaningful only when feasible
   double throughput_tok_s = 0;    // per GPU
   double decode_context = 0;      // the mean attended context the step was evaluated at

@@ -57,6 +57,13 @@ class Policy {
   // their streams and dependencies, and once-per-step phases (repeat = 1). See model/decode_graph.hpp.
   virtual void decode_attention(const Deployment& d, const ParamValues& p, const StepShape& s,
                                 PhaseList& out) const = 0;
+  // What a reader of this design point's result should know that the numbers do not say (e.g. a
+  // budget that leaves no room for the policy's mechanism): one sentence per note, appended to `out`;
+  // the planner puts them in PlanResult::notes. Default: none.
+  virtual void notes(const Deployment& d, const ParamValues& p, double prompt, double output,
+                     std::vector<std::string>& out) const {
+    (void)d, (void)p, (void)prompt, (void)output, (void)out;
+  }
 
   ParamValues defaults() const;
   // Index of a parameter by name, or -1.

@@ -114,6 +114,7 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
     json ex = json::array();
     for (const auto& n : r.extrapolated_phases()) ex.push_back(n);
     e["extrapolated_phases"] = ex;
+    e["notes"] = r.notes;
     arr.push_back(e);
   }
   j["results"] = arr;
@@ -147,6 +148,7 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
       std::snprintf(row, sizeof row, "  %-12s %6s %6lld  infeasible: ", std::string(r.policy->name()).c_str(), "-",
                     (long long)r.memory.max_batch);
       o << row << r.reason << "\n";
+      for (const auto& n : r.notes) o << "    note: " << n << "\n";
       continue;
     }
     auto ratio = [](double v, const char* f) { return v > 0 ? fmt(f, v) : std::string("-"); };
@@ -180,6 +182,7 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
       for (const auto& n : ex) o << " " << n;
       o << "\n";
     }
+    for (const auto& n : r.notes) o << "    note: " << n << "\n";
   }
   return o.str();
 }

@@ -4,11 +4,8 @@
 
 namespace kvsim {
 
-namespace {
-// A weight GEMM of `tokens` rows through a k x n weight matrix, `count` times (e.g. once per layer).
-// Bytes: the weights once per call plus the activations in and out.
-Phase gemm(std::string_view name, const Deployment& d, double tokens, double k, double n, double count,
-           double launches) {
+Phase weight_gemm(std::string_view name, const Deployment& d, double tokens, double k, double n, double count,
+                  double launches) {
   Phase p{name, PhaseKind::gemm, Device::gpu, ComputeUnit::tensor, {}};
   p.work.flops = count * 2.0 * tokens * k * n;
   p.work.hbm_bytes = count * (k * n * d.bw + tokens * (k + n) * d.ba);
@@ -16,17 +13,16 @@ Phase gemm(std::string_view name, const Deployment& d, double tokens, double k, 
   p.repeat = count;
   return p;
 }
-}  // namespace
 
 void add_decode_dense_phases(const Deployment& d, double B, PhaseList& out) {
   const ModelConfig& m = *d.model;
   const double L = m.layers, h = m.hidden, hd = m.head_dim;
   const double qkv_out = (d.hq + 2 * d.hkv) * hd;
-  out.push_back(gemm("qkv_proj", d, B, h, qkv_out, L, L));
-  out.push_back(gemm("o_proj", d, B, d.hq * hd, h, L, L));
+  out.push_back(weight_gemm("qkv_proj", d, B, h, qkv_out, L, L));
+  out.push_back(weight_gemm("o_proj", d, B, d.hq * hd, h, L, L));
   // SwiGLU: gate+up (h -> 2f), SiLU(gate)*up, down (f -> h). The activation kernel reads 2f, writes f.
-  Phase mlp = gemm("mlp", d, B, h, 2 * d.ffn, L, 0);
-  const Phase down = gemm("mlp", d, B, d.ffn, h, L, 0);
+  Phase mlp = weight_gemm("mlp", d, B, h, 2 * d.ffn, L, 0);
+  const Phase down = weight_gemm("mlp", d, B, d.ffn, h, L, 0);
   mlp.work.flops += down.work.flops + L * B * d.ffn * 4;  // SiLU and the product: ~4 FLOPs/element
   mlp.work.hbm_bytes += down.work.hbm_bytes + L * B * 3 * d.ffn * d.ba;
   mlp.work.launches = 3 * L;
@@ -39,7 +35,7 @@ void add_decode_dense_phases(const Deployment& d, double B, PhaseList& out) {
   norm.repeat = L;
   out.push_back(norm);
   // Final norm, LM head over the (per-GPU slice of the) vocabulary, sampling; the embedding gather.
-  Phase head = gemm("lm_head", d, B, h, d.vocab, 1, 4);
+  Phase head = weight_gemm("lm_head", d, B, h, d.vocab, 1, 4);
   head.work.hbm_bytes += B * h * d.bw + B * d.vocab * 4;  // embedding rows; fp32 logits for sampling
   out.push_back(head);
   if (d.tp > 1) {
@@ -99,7 +95,7 @@ void add_prefill_phases(const Deployment& d, double n, PhaseList& out) {
   norm.work.launches = chunks * L * 2;
   out.push_back(norm);
   // Only the last position's logits are needed for the first output token.
-  Phase head = gemm("prefill_lm_head", d, 1, h, d.vocab, 1, 2);
+  Phase head = weight_gemm("prefill_lm_head", d, 1, h, d.vocab, 1, 2);
   out.push_back(head);
   if (d.tp > 1) {
     Phase ar{"prefill_allreduce", PhaseKind::allreduce, Device::gpu, ComputeUnit::simt, {}};

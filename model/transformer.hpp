@@ -15,6 +15,11 @@ namespace kvsim {
 
 using PhaseList = std::vector<Phase>;
 
+// A weight GEMM of `tokens` rows through a k x n weight matrix, `count` times (e.g. once per layer):
+// 2 tokens k n FLOPs per call; bytes the weights once per call plus the activations in and out.
+Phase weight_gemm(std::string_view name, const Deployment& d, double tokens, double k, double n, double count,
+                  double launches);
+
 // Everything in a decode step except attention: qkv_proj, o_proj, mlp, norm, lm_head, allreduce.
 void add_decode_dense_phases(const Deployment& d, double batch, PhaseList& out);
 

@@ -99,7 +99,8 @@ TEST(Policies, RegistryAndParameterNames) {
 
 // Full KV grows linearly with context; at fixed token budgets SentenceKV and CTKVR grow only by their
 // scoring terms. CHESS and SEKV set budgets as ratios of the context (rho's, budget_ratio): their
-// attention grows by that ratio of full KV's slope, plus their selection/summary terms.
+// attention grows by that ratio of full KV's slope, plus their selection/summary terms — and, for
+// SEKV, whose zoomed spans fill the budget (§3.3, §4.1), by the factors fetched over PCIe each step.
 TEST(Policies, FixedBudgetTpotGrowsOnlyByScoringTerms) {
   Rig r;
   const double n1 = 32768, n2 = 131072;
@@ -127,9 +128,20 @@ TEST(Policies, FixedBudgetTpotGrowsOnlyByScoringTerms) {
   const double other = (c2.serial_seconds - phase_seconds(c2, {"paged_attention", "select_gemv", "hier_mask"})) -
                        (c1.serial_seconds - phase_seconds(c1, {"paged_attention", "select_gemv", "hier_mask"}));
   EXPECT_LT(std::abs(other), 1e-6);
-  const double sekv_growth = r.step("sekv", 1, n2).seconds - r.step("sekv", 1, n1).seconds;
-  EXPECT_GT(sekv_growth, 0);
-  EXPECT_LT(sekv_growth, 0.5 * full_growth);
+  const StepResult s1 = r.step("sekv", 1, n1), s2 = r.step("sekv", 1, n2);
+  EXPECT_GT(s2.seconds - s1.seconds, 0);
+  // Stage 1 (resident set) and stage 2 (reconstructed tokens) attend at most the budget, 10% of the
+  // prompt in token-equivalents, the summaries taking part of it.
+  const double satt = phase_seconds(s2, {"coarse_attention", "fine_attention"}) -
+                      phase_seconds(s1, {"coarse_attention", "fine_attention"});
+  EXPECT_GT(satt, 0.05 * fatt);
+  EXPECT_LT(satt, 0.1 * fatt);
+  // Everything else that grows is routing, selection, the fetch and the reconstruction.
+  const std::initializer_list<std::string_view> sekv_phases = {"route", "zoom_select", "fetch_factors",
+                                                               "coarse_attention", "reconstruct", "fine_attention"};
+  EXPECT_LT(std::abs((s2.serial_seconds - phase_seconds(s2, sekv_phases)) -
+                     (s1.serial_seconds - phase_seconds(s1, sekv_phases))),
+            1e-6);
 }
 
 // SentenceKV's and SEKV's transfers are on the H2D link, and at a large batch they bound the step.
@@ -221,6 +233,140 @@ TEST(Policies, SekvCpuStorePerSpan) {
       r.params("sekv", {{"mean_span_tokens", S}, {"anchor_ratio", 0}, {"local_window", 0}, {"rank_ratio", 0.25}}),
       S * spans, 0);
   EXPECT_DOUBLE_EQ(m.dram_per_seq, spans * 2 * L * hkv * rank * (S + d + 1) * b);
+}
+
+// SEKV's zoom by default fills the GPU-resident budget (§3.3, §4.1). By hand, llama-3.1-8b (L 32, hq 32,
+// hkv 8, d 128, g 4, bf16), P = 65536, defaults (beta 0.1, w 512, a 0.03, |S| 32, d' 32, r = 16):
+//   F = 512 + 0.03 x 65024 = 2462.72;  C_m = 0.97 x 65024 = 63073.28;  m = ceil(C_m / 32) = 1972
+//   summaries = 1972 x 4 x 32 / 256 = 986;  room = 6553.6 - 2462.72 - 1972 - 986 = 1132.88
+//   zoomed spans = floor(1132.88 / 32) = 35, Z = 35 x 32 = 1120 tokens per layer and KV head
+//   s_b = 2 x 16 x (32 + 128 + 1) x 2 = 10304 bytes; fetch = L hkv 35 s_b = 92,323,840 bytes
+static const Phase* find_phase(const std::vector<PhaseResult>& list, std::string_view name) {
+  for (const auto& p : list)
+    if (p.phase.name == name) return &p.phase;
+  return nullptr;
+}
+
+TEST(Policies, SekvZoomFillsTheBudgetByDefault) {
+  Rig r;
+  const PlanResult p = r.plan("sekv", 65536, 1);
+  ASSERT_TRUE(p.feasible) << p.reason;
+  EXPECT_TRUE(p.notes.empty());
+  const Phase* fetch = find_phase(p.decode, "fetch_factors");
+  ASSERT_NE(fetch, nullptr);
+  EXPECT_DOUBLE_EQ(fetch->work.h2d_bytes, 92323840.0);
+  const Phase* sel = find_phase(p.decode, "zoom_select");
+  ASSERT_NE(sel, nullptr);
+  EXPECT_DOUBLE_EQ(sel->work.hbm_bytes, 32.0 * 32 * (8 * 1972 + 4 * 35));  // 35 indices written per head
+  const Phase* rec = find_phase(p.decode, "reconstruct");
+  ASSERT_NE(rec, nullptr);
+  EXPECT_DOUBLE_EQ(rec->work.flops, 32.0 * 8 * 2 * 1120 * 16 * 128 * 2);  // U S V^T of K and V, Z = 1120
+  const Phase* fine = find_phase(p.decode, "fine_attention");
+  ASSERT_NE(fine, nullptr);
+  EXPECT_DOUBLE_EQ(fine->work.flops, 32.0 * 32 * 1120 * (4 * 128 + 5) + 32.0 * 32 * 128 * 4);
+  // The reconstructed tokens of one layer are resident at the step's peak.
+  const MemoryDemand with = r.pol("sekv").memory(r.dep, r.params("sekv"), 65536, 1024);
+  const MemoryDemand none = r.pol("sekv").memory(r.dep, r.params("sekv", {{"zoom_rate", 0}}), 65536, 1024);
+  EXPECT_DOUBLE_EQ(with.hbm_per_seq - none.hbm_per_seq, 1120.0 * 2 * 8 * 128 * 2);
+  // A larger budget zooms more spans: every extra token-equivalent of room goes to reconstruction.
+  const PlanResult q = r.plan("sekv", 65536, 1, {{"budget_ratio", 0.2}});
+  const double room = 13107.2 - 2462.72 - 1972 - 986;  // 7686.48 -> 240 spans
+  EXPECT_DOUBLE_EQ(find_phase(q.decode, "fetch_factors")->work.h2d_bytes, 32.0 * 8 * std::floor(room / 32) * 10304);
+}
+
+// zoom_rate >= 0 overrides the default: a fixed fraction of the compressed tokens, capped by the room.
+TEST(Policies, SekvZoomRateOverridesAndIsCappedByTheRoom) {
+  Rig r;
+  // 0.005 x 63073.28 = 315.3664 tokens, 9.8552 spans of 32 (fractional: a mean over steps and heads).
+  const PlanResult a = r.plan("sekv", 65536, 1, {{"zoom_rate", 0.005}});
+  EXPECT_DOUBLE_EQ(find_phase(a.decode, "fetch_factors")->work.h2d_bytes, 32.0 * 8 * (0.005 * 63073.28 / 32) * 10304);
+  EXPECT_TRUE(a.notes.empty());
+  // 0.5 asks for 31536.64 tokens; the room is 1132.88 (not floored to whole spans: the rate is a mean).
+  const PlanResult b = r.plan("sekv", 65536, 1, {{"zoom_rate", 0.5}});
+  EXPECT_NEAR(find_phase(b.decode, "fetch_factors")->work.h2d_bytes, 32.0 * 8 * (1132.88 / 32) * 10304, 1e-3);
+  ASSERT_EQ(b.notes.size(), 1u);
+  EXPECT_NE(b.notes[0].find("zoom_rate 0.5 asks for 31537"), std::string::npos) << b.notes[0];
+  EXPECT_NE(b.notes[0].find("room for 1133: capped"), std::string::npos) << b.notes[0];
+  // 0: never zoom (the coarse-only operating point).
+  const PlanResult c = r.plan("sekv", 65536, 1, {{"zoom_rate", 0}});
+  EXPECT_EQ(find_phase(c.decode, "fetch_factors")->work.h2d_bytes, 0);
+  EXPECT_TRUE(c.notes.empty());
+}
+
+// When the full-resolution set alone (anchors, short spans, local window) exceeds the budget, nothing
+// can be zoomed, and the result says so; likewise when the coarse entries and summaries take the rest,
+// or when what is left is less than one span.
+TEST(Policies, SekvSaysWhenThereIsNoRoomToZoom) {
+  Rig r;
+  // P = 4096: F = 512 + 0.03 x 3584 = 619.52 > beta P = 409.6.
+  const PlanResult a = r.plan("sekv", 4096, 1);
+  ASSERT_TRUE(a.feasible) << a.reason;
+  EXPECT_EQ(find_phase(a.decode, "fetch_factors")->work.h2d_bytes, 0);
+  ASSERT_EQ(a.notes.size(), 1u);
+  EXPECT_NE(a.notes[0].find("no room to zoom: the full-resolution set alone (local window 512 + anchors and short "
+                            "spans 108 = 620 tokens) exceeds the GPU-resident budget (budget_ratio 0.1 x 4096 = 410"),
+            std::string::npos)
+      << a.notes[0];
+  // The override cannot zoom either, and gets the same note.
+  const PlanResult a2 = r.plan("sekv", 4096, 1, {{"zoom_rate", 0.01}});
+  EXPECT_EQ(find_phase(a2.decode, "fetch_factors")->work.h2d_bytes, 0);
+  EXPECT_EQ(a2.notes, a.notes);
+  // P = 8192: F = 742.4 fits in 819.2, but F + m + summaries = 742.4 + 233 + 116.5 does not.
+  const PlanResult b = r.plan("sekv", 8192, 1);
+  ASSERT_EQ(b.notes.size(), 1u);
+  EXPECT_NE(b.notes[0].find("no room to zoom: the full-resolution set (742 tokens) fits in"), std::string::npos)
+      << b.notes[0];
+  EXPECT_NE(b.notes[0].find("but not with the coarse entries and routing summaries of its 233 spans"), std::string::npos)
+      << b.notes[0];
+  // P = 65536, beta = 0.0829: room = 5432.93 - 5420.72 = 12.2, less than one span of 32.
+  const PlanResult c = r.plan("sekv", 65536, 1, {{"budget_ratio", 0.0829}});
+  EXPECT_EQ(find_phase(c.decode, "fetch_factors")->work.h2d_bytes, 0);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("leaves 12 token-equivalents"), std::string::npos) << c.notes[0];
+  EXPECT_NE(c.notes[0].find("less than one span of 32 tokens"), std::string::npos) << c.notes[0];
+  // The note is in the table and the JSON.
+  const auto t = test::run_kvsim("plan --policy sekv --context 4096 --batch 1");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("    note: no room to zoom: the full-resolution set alone"), std::string::npos) << t.out;
+  const auto j = test::run_kvsim("plan --policy sekv --context 4096,65536 --batch 1 --format json");
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  const auto res = nlohmann::json::parse(j.out)["results"];
+  ASSERT_EQ(res.size(), 2u);
+  ASSERT_EQ(res[0]["notes"].size(), 1u);
+  EXPECT_EQ(res[0]["notes"][0].get<std::string>().rfind("no room to zoom", 0), 0u);
+  EXPECT_TRUE(res[1]["notes"].is_array());
+  EXPECT_TRUE(res[1]["notes"].empty());
+}
+
+// Surprisal (§3.1, eq. 1) is the model's own prediction at every prompt position: SEKV's prefill runs the
+// LM head over positions 0..P-2 (the shared prefill_lm_head computes position P-1's). By hand at
+// P = 65536, chunks of 8192 (8), h 4096, V 128256, bf16: rows = 65535.
+TEST(Policies, SekvPrefillCostsTheLmHeadOverThePrompt) {
+  Rig r;
+  const PlanResult p = r.plan("sekv", 65536, 1);
+  const Phase* head = find_phase(p.prefill, "surprisal_lm_head");
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(head->kind, PhaseKind::gemm);
+  EXPECT_DOUBLE_EQ(head->work.flops, 2.0 * 65535 * 4096 * 128256);  // 6.8856e13
+  // The weights once per chunk, hidden states in, logits out.
+  EXPECT_DOUBLE_EQ(head->work.hbm_bytes, 8.0 * 4096 * 128256 * 2 + 65535.0 * (4096 + 128256) * 2);
+  EXPECT_EQ(head->work.launches, 8);
+  const Phase* sur = find_phase(p.prefill, "surprisal");
+  ASSERT_NE(sur, nullptr);
+  EXPECT_DOUBLE_EQ(sur->work.flops, 65535.0 * 128256 * 4);
+  EXPECT_DOUBLE_EQ(sur->work.hbm_bytes, 65535.0 * (128256 * 2 + 8));  // logits in; token id in, H_t out
+  // It is part of TTFT: prefill phases sum to it.
+  double ttft = 0;
+  for (const auto& ph : p.prefill) ttft += ph.seconds;
+  EXPECT_DOUBLE_EQ(ttft, p.ttft_s);
+  // The vocabulary splits over tensor-parallel GPUs.
+  Deployment tp2 = make_deployment(r.model, r.gpu, r.host, r.cal,
+                                   {.tensor_parallel = 2, .weight_dtype = r.model.dtype, .kv_dtype = r.model.dtype});
+  const ParamValues v = r.params("sekv");
+  PhaseList pre;
+  r.pol("sekv").prefill(tp2, v, 65536, pre);
+  for (const Phase& ph : pre)
+    if (ph.name == "surprisal_lm_head") EXPECT_DOUBLE_EQ(ph.work.flops, 65535.0 * 4096 * 128256);
 }
 
 // A policy that offloads lets a larger batch fit than full KV on the same GPU.

@@ -6,6 +6,9 @@
 
 namespace kvsim::policies::sekv {
 
+// zoom_rate's default: no fixed rate, the zoomed spans fill the reconstruction room (any value < 0).
+inline constexpr double kFillBudget = -1;
+
 struct Params {
   double budget_ratio, max_rank, routing_dim, alpha, min_span, local_window, mean_span_tokens, anchor_ratio, zoom_rate, rank_ratio;
 };
@@ -20,10 +23,23 @@ inline const ParamTable<Params>& param_table() {
       {&Params::local_window, {"local_window", 512, Range::between(0, 1e8), true, "w: recent tokens at full resolution (§4.1, Table 7: 512)"}},
       {&Params::mean_span_tokens, {"mean_span_tokens", 32, Range::between(1, 1e6), false, "mean length of a compressed span (data-dependent: estimate; trace replay measures it)"}},
       {&Params::anchor_ratio, {"anchor_ratio", 0.03, Range::between(0, 1), false, "fraction of prompt tokens kept full resolution: anchors and spans shorter than L_min (estimate; trace replay measures it)"}},
-      {&Params::zoom_rate, {"zoom_rate", 0.005, Range::between(0, 1), false, "fraction of compressed tokens whose spans are zoomed per step, per layer and KV head (stand-in for the trained threshold; Fig. 5 shows zoom-in is sparse)"}},
+      {&Params::zoom_rate, {"zoom_rate", kFillBudget, Range::between(-1, 1), false, "< 0 (default -1): zoom spans in decreasing routing score until the GPU-resident budget is filled (§3.3, §4.1); 0..1: override, the fraction of compressed tokens whose spans are zoomed per step, per layer and KV head, still capped by the budget (trace replay measures it)"}},
       {&Params::rank_ratio, {"rank_ratio", 0.5, Range{0, 1, true}, false, "mean effective rank as a fraction of min(|S|, d, R_max) (stand-in for the trained rank gates, §3.2 eq. 7-8)"}},
   }};
   return table;
+}
+
+// The reconstruction room, in token-equivalents per layer and KV head: what the GPU-resident budget
+// beta P leaves after the full-resolution set F (anchors, short spans, local window), the m coarse
+// entries k-bar, v-bar (one token-equivalent each) and the routing summaries (d' per query head, g per
+// KV head: g d' / (2 d) token-equivalents per span). §3.3 counts all of these in the budget ("peak
+// GPU-resident KV ... including persistent anchors, summaries, coarse means, and any spans
+// reconstructed at that step"); §3.3 and §4.1 expand spans "in decreasing routing-score order until
+// the GPU-resident KV budget is reached". One formula for the cost model (cost.cpp) and the trace
+// selector (selector.cpp). Negative when the resident set alone exceeds the budget.
+inline double reconstruction_room(const Params& p, double prompt, double full_tokens, double spans, double group,
+                                  double head_dim) {
+  return p.budget_ratio * prompt - full_tokens - spans - spans * group * p.routing_dim / (2 * head_dim);
 }
 
 }  // namespace kvsim::policies::sekv

@@ -98,13 +98,12 @@ void SekvSelector::prefill(const TraceData& tr) {
   std::sort(full_.begin(), full_.end());
   local_tokens_ = P_ - std::max<int64_t>(0, comp_end);
 
-  // ---- budget (mirrors SekvPolicy::layout: token-equivalents per layer and KV head) ----
+  // ---- budget (the cost model's formula, params.hpp reconstruction_room: token-equivalents per layer
+  // and KV head, with the measured full-resolution set and span count) ----
   const double m = double(spans_.size());
   const int g = (tr.source && tr.source->meta().model.group() > 0) ? tr.source->meta().model.group() : tr.group;
-  const double budget = p_.budget_ratio * double(P_);
-  const double summaries = m * g * p_.routing_dim / (2.0 * d_);
   room_ = o_.zoom_budget_tokens >= 0 ? o_.zoom_budget_tokens
-                                     : std::max(0.0, budget - double(full_.size()) - m - summaries);
+                                     : std::max(0.0, reconstruction_room(p_, double(P_), double(full_.size()), m, g, d_));
 
   // ---- per (layer, KV head) representations (§3.2) ----
   heads_.assign(size_t(layers_) * kv_heads_, {});

@@ -24,8 +24,8 @@ struct SekvOptions {
   // (§4.1: tau = 0.05). The budget cap in decreasing routing score decides what is zoomed.
   double threshold = 0.05;
   // Reconstruction budget in tokens per (layer, KV head) and step; < 0: from budget_ratio as the cost
-  // model computes it (sekv.cpp layout(): beta P - F - m - m g d' / (2 d)). Tests set it large to zoom
-  // every span ("oracle zoom").
+  // model computes it (params.hpp reconstruction_room(): beta P - F - m - m g d' / (2 d)). Tests set it
+  // large to zoom every span ("oracle zoom").
   double zoom_budget_tokens = -1;
 };
 
