@@ -68,7 +68,8 @@ TEST(Policies, RegistryAndParameterNames) {
       {"quest", {"page_size", "budget_tokens"}},
       {"chess", {"page_size", "chunk_pages", "grid_chunks", "rho_grid", "rho_chunk", "rho_page", "sink_pages",
                  "window_pages", "reselect_pages"}},
-      {"sentencekv", {"token_budget", "keep_factor", "obs_window", "sinks", "recent", "mean_sentence_tokens", "reselect"}},
+      {"sentencekv", {"token_budget", "keep_factor", "obs_window", "sinks", "recent", "mean_sentence_tokens", "reselect",
+                      "kept_kv_on", "kept_sentences"}},
       {"chunkkv", {"chunk_size", "budget_ratio", "budget_tokens", "obs_window", "reuse_layers"}},
       {"sekv", {"budget_ratio", "max_rank", "routing_dim", "alpha", "min_span", "local_window", "mean_span_tokens",
                 "anchor_ratio", "zoom_rate", "rank_ratio"}},
@@ -162,6 +163,126 @@ TEST(Policies, SentenceKvAndSekvTransfersUseH2d) {
   const double per_step = phase_seconds(r.step("sentencekv", 8, 65536), {"load_kv"});
   const double per_sentence = phase_seconds(r.step("sentencekv", 8, 65536, {{"reselect", 1}}), {"load_kv"});
   EXPECT_NEAR(per_sentence * 28, per_step, 1e-9 * per_step);
+}
+
+// SentenceKV's two storage readings, by hand (Llama-3.1-8B bf16: L = 32, H = 32, Hkv = 8, d = 128, one
+// token's KV = 2 L Hkv d 2 = 131072 B, one key row 256 B, one layer's K and V of a token 4096 B). tau =
+// 1024 and r = 2 count the a = 32 + 32 sinks and recent tokens (§4.1): c = 2048 - 64 = 1984 tokens are
+// kept for retrieval, tau - a = 960 are retrieved per step.
+TEST(Policies, SentenceKvKeptKvOnCpuOrGpu) {
+  Rig r;
+  const double L = 32, hq = 32, hkv = 8, d = 128, tok = 131072, key = 256, row = 4096;
+  const double n = 65536, out = 100, S = 500, a = 64, c = 1984, t = 960;
+  const Policy& pol = r.pol("sentencekv");
+  auto v = [&](double on) { return r.params("sentencekv", {{"kept_kv_on", on}, {"kept_sentences", S}}); };
+  // Memory per tier.
+  const MemoryDemand cpu = pol.memory(r.dep, v(0), n, out), gpu = pol.memory(r.dep, v(1), n, out);
+  EXPECT_DOUBLE_EQ(cpu.kv_hbm_per_seq, (a + t + out) * tok);  // sinks + recent + staged + generated
+  EXPECT_DOUBLE_EQ(cpu.hbm_per_seq, (a + t + out) * tok + S * L * hkv * key);
+  EXPECT_DOUBLE_EQ(cpu.kv_dram_per_seq, c * tok);
+  EXPECT_DOUBLE_EQ(cpu.dram_per_seq, c * tok);
+  EXPECT_DOUBLE_EQ(gpu.kv_hbm_per_seq, (a + c + out) * tok);  // every kept token stays in HBM
+  EXPECT_DOUBLE_EQ(gpu.hbm_per_seq, (a + c + out) * tok + S * L * hkv * key);
+  EXPECT_DOUBLE_EQ(gpu.kv_dram_per_seq, 0);
+  EXPECT_DOUBLE_EQ(gpu.dram_per_seq, 0);
+  EXPECT_DOUBLE_EQ(cpu.hbm_fixed, n * row);
+  EXPECT_DOUBLE_EQ(gpu.hbm_fixed, n * row);
+
+  // Decode phases of B = 2 sequences that have generated 10 tokens.
+  const double B = 2, g = 10;
+  auto phases = [&](double on) {
+    PhaseList ph;
+    pol.decode_attention(r.dep, v(on), StepShape{B, n, g}, ph);
+    return ph;
+  };
+  auto names = [](const PhaseList& ph) {
+    std::vector<std::string> x;
+    for (const auto& p : ph) x.emplace_back(p.name);
+    return x;
+  };
+  const PhaseList pc = phases(0), pg = phases(1);
+  EXPECT_EQ(names(pc), (std::vector<std::string>{"sentence_score", "sentence_select", "load_kv", "attention"}));
+  EXPECT_EQ(names(pg), (std::vector<std::string>{"sentence_score", "sentence_select", "sentence_mask", "attention"}));
+  for (const PhaseList* ph : {&pc, &pg}) {  // scoring and sorting the S sentence vectors: the same in both
+    EXPECT_DOUBLE_EQ((*ph)[0].work.flops, L * B * hq * S * (2 * d + 2) + 2 * L * B * hq * d);
+    EXPECT_DOUBLE_EQ((*ph)[0].work.hbm_bytes, L * B * (hkv * S * d * 2 + 4 * hq * S + hq * d * 2));
+    EXPECT_DOUBLE_EQ((*ph)[1].work.flops, 4 * L * B * hkv * S);
+  }
+  // cpu: the tau - a retrieved tokens cross PCIe, in runs of c / S kept tokens per sentence; attention
+  // reads sinks + recent + retrieved + generated.
+  EXPECT_DOUBLE_EQ(pc[2].work.h2d_bytes, L * B * t * row);
+  EXPECT_DOUBLE_EQ(pc[2].work.dram_bytes, L * B * t * row);
+  EXPECT_DOUBLE_EQ(pc[2].run_bytes, c / S * key);
+  EXPECT_EQ(pc[2].stream, Stream::h2d);
+  EXPECT_DOUBLE_EQ(pc[3].work.flops, L * B * hq * (a + t + g) * (4 * d + 5));
+  // gpu: no copy; a one-byte mask per KV head over the kept and generated tokens, and attention dense over
+  // all of them (masked), reading the mask.
+  EXPECT_DOUBLE_EQ(pg[2].work.hbm_bytes, L * B * hkv * (a + c + g));
+  EXPECT_EQ(pg[2].device, Device::gpu);
+  EXPECT_DOUBLE_EQ(pg[3].work.flops, L * B * hq * (a + c + g) * (4 * d + 5));
+  const Phase dense = blocks::attention(r.dep, "attention", B, a + c + g, 0, true);
+  EXPECT_DOUBLE_EQ(pg[3].work.hbm_bytes, dense.work.hbm_bytes + L * B * hkv * (a + c + g));
+  for (const Phase& p : pg) {
+    EXPECT_EQ(p.work.h2d_bytes, 0) << p.name;
+    EXPECT_EQ(p.work.d2h_bytes, 0) << p.name;
+    EXPECT_EQ(p.work.dram_bytes, 0) << p.name;
+    EXPECT_EQ(p.stream, Stream::gpu) << p.name;
+  }
+
+  // Prefill: cpu packs and offloads the c retrievable tokens; gpu compacts all a + c kept tokens in HBM.
+  PhaseList fc, fg;
+  pol.prefill(r.dep, v(0), n, fc);
+  pol.prefill(r.dep, v(1), n, fg);
+  EXPECT_EQ(names(fc), (std::vector<std::string>{"window_scores", "topk_tokens", "sentence_means", "pack_kept", "offload"}));
+  EXPECT_EQ(names(fg), (std::vector<std::string>{"window_scores", "topk_tokens", "sentence_means", "pack_kept"}));
+  EXPECT_DOUBLE_EQ(fc[4].work.d2h_bytes, L * c * row);
+  EXPECT_DOUBLE_EQ(fc[3].work.hbm_bytes, 2 * L * c * row);
+  EXPECT_DOUBLE_EQ(fg[3].work.hbm_bytes, 2 * L * (a + c) * row);
+  EXPECT_DOUBLE_EQ(fc[2].work.hbm_bytes, L * hkv * (c + S) * key);
+  for (const Phase& p : fg) EXPECT_EQ(p.work.h2d_bytes + p.work.d2h_bytes, 0) << p.name;
+
+  // The whole decode step and the plan: gpu moves no byte over PCIe and keeps no host DRAM.
+  for (const auto& p : decode_step(r.dep, pol, v(1), StepShape{B, n, g}).phases) {
+    EXPECT_EQ(p.phase.work.h2d_bytes, 0) << p.phase.name;
+    EXPECT_EQ(p.phase.work.d2h_bytes, 0) << p.phase.name;
+  }
+  const PlanResult plan_cpu = r.plan("sentencekv", 65536, 4, {{"kept_kv_on", 0}});
+  const PlanResult plan_gpu = r.plan("sentencekv", 65536, 4, {{"kept_kv_on", 1}});
+  ASSERT_TRUE(plan_cpu.feasible && plan_gpu.feasible);
+  EXPECT_EQ(plan_gpu.memory.kv_dram_bytes, 0);
+  EXPECT_GT(plan_cpu.memory.kv_dram_bytes, 0);
+  EXPECT_GT(plan_gpu.memory.kv_hbm_bytes, plan_cpu.memory.kv_hbm_bytes);
+}
+
+// Sentence vectors only for sentences that hold kept tokens. Without a measured count the cost model
+// estimates it from the parameters: c kept tokens spread uniformly over the n - a candidate tokens cut
+// into sentences of s tokens occupy (n - a)/s (1 - (1 - c/(n - a))^s) sentences.
+TEST(Policies, SentenceKvVectorsOnlyForSentencesWithKeptTokens) {
+  Rig r;
+  const double L = 32, hkv = 8, key = 256, B = 1;
+  const Policy& pol = r.pol("sentencekv");
+  auto vectors = [&](double n, std::map<std::string, double> set) {
+    const MemoryDemand m = pol.memory(r.dep, r.params("sentencekv", set), n, 0);
+    return (m.hbm_per_seq - m.kv_hbm_per_seq) / (L * hkv * key);
+  };
+  // Defaults at 64K: c = 1984 of 65472 candidates, s = 28: 2338.3 (1 - 0.9697^28) = 1350.4 sentences,
+  // fewer than the 1984 an upper bound of one sentence per kept token gives.
+  EXPECT_NEAR(vectors(65536, {}), 1350.400119, 1e-5);
+  // Every candidate kept (8192 tokens, r tau = 2048 + a... r = 8): all (n - a)/s sentences have a vector.
+  EXPECT_NEAR(vectors(8192, {{"keep_factor", 8}}), (8192 - 64) / 28.0, 1e-9);
+  // One-token sentences: one vector per kept token.
+  EXPECT_NEAR(vectors(65536, {{"mean_sentence_tokens", 1}}), 1984, 1e-9);
+  // A measured count replaces the estimate, bounded by the kept tokens and the sentences.
+  EXPECT_DOUBLE_EQ(vectors(65536, {{"kept_sentences", 700}}), 700);
+  EXPECT_DOUBLE_EQ(vectors(65536, {{"kept_sentences", 5000}}), 1984);
+  EXPECT_DOUBLE_EQ(vectors(1064, {{"kept_sentences", 900}}), 36);  // ceil(1000 / 28) sentences
+  // The scoring GEMV and the sort run over the same count.
+  PhaseList ph;
+  pol.decode_attention(r.dep, r.params("sentencekv", {{"kept_sentences", 700}}), StepShape{B, 65536, 0}, ph);
+  EXPECT_DOUBLE_EQ(ph[1].work.flops, 4 * L * B * hkv * 700);
+  PhaseList est;
+  pol.decode_attention(r.dep, r.params("sentencekv"), StepShape{B, 65536, 0}, est);
+  EXPECT_NEAR(est[1].work.flops, 4 * L * B * hkv * 1350.400119, 1e-3);
 }
 
 // CTKVR's rerank and sparse attention run on the host, beside the GPU; on a host with little DRAM

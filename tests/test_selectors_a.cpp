@@ -300,7 +300,8 @@ TEST(SelectorsASentenceKv, LargeBudgetAttendsEverything) {
 
 TEST(SelectorsASentenceKv, SentencesTakenInScoreOrder) {
   const auto& d = tiny_data();
-  const int64_t tau = 64, sinks = 32, recent = 32, N = 32;
+  // tau counts the sinks and recent tokens (§4.1): 64 tokens are retrieved.
+  const int64_t sinks = 32, recent = 32, N = 32, retrieve = 64, tau = sinks + recent + retrieve;
   auto sel = policies::sentencekv::make_selector(
       params("sentencekv", {{"token_budget", double(tau)}, {"keep_factor", 1e4}, {"sinks", double(sinks)}, {"recent", double(recent)}}));
   const int64_t P = d.P;
@@ -327,14 +328,15 @@ TEST(SelectorsASentenceKv, SentencesTakenInScoreOrder) {
           for (int i = 0; i < d.d; ++i) sc += qbar[size_t(i)] * m[size_t(i)];
           if (sc > best) best = sc, best_a = a, best_b = b;
         }
-        ASSERT_LE(best_b - best_a, tau);
+        ASSERT_LE(best_b - best_a, retrieve);
         const auto& toks = out[size_t(l) * d.kv_heads + h].tokens;
         for (int64_t t = best_a; t < best_b; ++t) EXPECT_TRUE(contains(toks, t)) << "l" << l << " h" << h << " t" << t;
-        // Retrieved prompt tokens (outside sinks and recent) are exactly tau.
+        // Retrieved prompt tokens (outside sinks and recent) are exactly tau - sinks - recent, and the
+        // prompt tokens attended exactly tau.
         int64_t retrieved = 0;
         for (int32_t t : toks) retrieved += (t >= sinks && t < P - recent);
-        EXPECT_EQ(retrieved, tau);
-        EXPECT_EQ(int64_t(toks.size()), sinks + recent + tau + (p - P + 1));
+        EXPECT_EQ(retrieved, retrieve);
+        EXPECT_EQ(int64_t(toks.size()), tau + (p - P + 1));
       }
   });
 }
@@ -380,6 +382,71 @@ TEST(SelectorsASentenceKv, NeedleFoundAtModerateBudget) {
   // The paper's NIAH setting: tau = 128, r = 3 (§A.5).
   auto sel = policies::sentencekv::make_selector(params("sentencekv", {{"token_budget", 128}, {"keep_factor", 3}}));
   EXPECT_GE(needle_recall(*sel), 0.5);
+}
+
+// Sinks and recent count in tau and in floor(r tau) (§4.1): with r = 1 every kept token is retrieved at
+// every step, so the attended prompt is exactly tau tokens, and the sentences the retrieved tokens fall in
+// are the sentences with a vector: the `kept_sentences` statistic (the cost model's parameter).
+TEST(SelectorsASentenceKv, TauCountsSinksAndRecentAndKeptSentencesAreMeasured) {
+  const auto& d = tiny_data();
+  const int64_t tau = 200, sinks = 32, recent = 32, P = d.P;
+  auto sel = policies::sentencekv::make_selector(params(
+      "sentencekv", {{"token_budget", double(tau)}, {"keep_factor", 1}, {"sinks", double(sinks)}, {"recent", double(recent)}}));
+  std::vector<int64_t> starts;
+  for (int64_t s : tiny().meta().sentence_starts)
+    if (s < P) starts.push_back(s);
+  if (starts.empty() || starts[0] != 0) starts.insert(starts.begin(), 0);
+  auto sentence_of = [&](int64_t t) { return std::upper_bound(starts.begin(), starts.end(), t) - starts.begin() - 1; };
+  double sentences_sum = 0;
+  run(*sel, d, 1, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
+    for (int l = 0; l < d.layers; ++l) {
+      std::set<int64_t> layer_sentences;
+      for (int h = 0; h < d.kv_heads; ++h) {
+        const auto& toks = out[size_t(l) * d.kv_heads + h].tokens;
+        int64_t prompt = 0;
+        std::set<int64_t> sentences;
+        for (int32_t t : toks) {
+          prompt += t < P;
+          if (t >= sinks && t < P - recent) sentences.insert(sentence_of(t));
+        }
+        EXPECT_EQ(prompt, tau);                       // sinks + recent + retrieved = tau
+        EXPECT_EQ(int64_t(toks.size()), tau + (p - P + 1));
+        if (h == 0) layer_sentences = sentences;
+        EXPECT_EQ(sentences, layer_sentences);        // one kept set per layer
+      }
+      sentences_sum += double(layer_sentences.size());
+    }
+  });
+  const auto st = sel->statistics();
+  EXPECT_DOUBLE_EQ(st.at("kept_tokens").value, double(tau - sinks - recent));
+  EXPECT_DOUBLE_EQ(st.at("kept_sentences").value, sentences_sum / d.layers);
+  EXPECT_EQ(st.at("kept_sentences").samples, d.layers);
+  EXPECT_GT(st.at("kept_sentences").value, 1);
+  EXPECT_LE(st.at("kept_sentences").value, double(tau - sinks - recent));
+  // The statistic is named after the cost-model parameter, so replay carries it (as is).
+  const Policy& pol = *find_policy("sentencekv");
+  ParamValues v = pol.defaults();
+  const auto carried = replay::apply_statistics(pol, v, st, 64.0);
+  bool found = false;
+  for (const auto& c : carried)
+    if (c.param == "kept_sentences") {
+      found = true;
+      EXPECT_EQ(c.rule, replay::CarryRule::as_is);
+      EXPECT_DOUBLE_EQ(v[size_t(pol.param_index("kept_sentences"))], st.at("kept_sentences").value);
+    }
+  EXPECT_TRUE(found);
+}
+
+// Sinks and recent take the whole tau: nothing is retrieved, only they (and the generated tokens) are
+// attended.
+TEST(SelectorsASentenceKv, TauOfOnlySinksAndRecentRetrievesNothing) {
+  const auto& d = tiny_data();
+  auto sel = policies::sentencekv::make_selector(params("sentencekv", {{"token_budget", 64}, {"keep_factor", 3}}));
+  run(*sel, d, 2, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
+    for (const auto& o : out) EXPECT_EQ(int64_t(o.tokens.size()), 64 + (p - d.P + 1));
+  });
+  EXPECT_EQ(sel->statistics().at("tokens_per_fetch").value, 0);
+  EXPECT_DOUBLE_EQ(sel->statistics().at("kept_tokens").value, 3 * 64 - 64);
 }
 
 // -------------------------------------------------------------------------------------- chunkkv

@@ -95,6 +95,16 @@ TEST(ReplayBudget, ChessRatiosMultiplyToTheBudgetShare) {
   EXPECT_FALSE(set_budget(*p, v, 8192, int64_t(fixed)));
 }
 
+// SentenceKV's budget B is tau itself: tau already counts the sinks and recent tokens (§4.1).
+TEST(ReplayBudget, SentenceKvTauIsTheBudget) {
+  const Policy* p = find_policy("sentencekv");
+  ParamValues v = p->defaults();
+  ASSERT_TRUE(set_budget(*p, v, 4096, 512));
+  EXPECT_EQ(v[size_t(p->param_index("token_budget"))], 512);
+  EXPECT_TRUE(set_budget(*p, v, 4096, 65));   // 1 token retrieved beside 32 sinks and 32 recent
+  EXPECT_FALSE(set_budget(*p, v, 4096, 64));  // nothing left to retrieve
+}
+
 TEST(ReplayBudget, TokensAttendedGrowWithTheBudgetForEveryPolicy) {
   SyntheticTrace trace(config());
   const TraceData t = load_trace_data(trace, 1e9);

@@ -1,5 +1,12 @@
 // sentencekv selector (seed 001, SentenceKV: sentence-level semantic KV caching).
 //
+// Counting (§4.1: the token budget tau "represents the maximum number of tokens we can keep in GPU memory
+// during decoding"; eq. 3 attends "only these retrieved tokens"): tau and floor(r tau) include the
+// always-resident sinks (first `sinks` tokens) and recent tokens (last `recent` prompt tokens), as in the
+// cost model (cost.cpp) and the public code (`token_budget - recent_budget - start_budget` retrieved).
+// With a = |sinks u recent| = min(P, sinks + recent): floor(r tau) - a tokens are kept for retrieval and
+// at most tau - a of them are retrieved per selection; generated tokens are attended on top of tau.
+//
 // Prefill (§4.1; Algorithm 1 in §A.2; §A.7):
 //   * Sentence buckets: the trace's sentence_starts (TraceMeta). The public code splits by token-id
 //     membership in a punctuation set; a trace records the boundaries it was cut at, which is the same
@@ -9,34 +16,37 @@
 //     probability summed over the window and "across all the attention heads" (§4.1) — every stored
 //     query head of the layer (ref::obs_window_scores per GQA group, summed over groups). Eq. 1 indexes
 //     the retained set S_s by sentence only, not by head, so one kept set per layer serves all its heads.
-//   * Keep the top floor(r * tau) tokens GLOBALLY over the prompt (§4.1, §A.7: not per sentence;
+//   * Keep the top floor(r * tau) - a tokens GLOBALLY over the prompt (§4.1, §A.7: not per sentence;
 //     Algorithm 1's per-sentence loop is the older reading). Candidates are the scored prefix minus the
-//     always-resident sinks (first `sinks` tokens) and recent tokens (last `recent` prompt tokens).
-//     Prompt tokens in [P-N, P-recent) when recent < N are never scored and never attended.
+//     always-resident sinks and recent tokens. Prompt tokens in [P-N, P-recent) when recent < N are
+//     never scored and never attended.
 //   * Per (layer, KV head, sentence): the mean key of the sentence's kept tokens (eq. 1,
 //     ref::segment_mean over the kept tokens gathered by sentence). Sentences with no kept token
-//     have no vector and are never fetched.
+//     have no vector and are never fetched; their count per layer is the statistic `kept_sentences`.
 // Decode (§4.2, eq. 2-3):
 //   * q_bar = mean of the queries of the sentence being generated: rows at positions
 //     [max(P, last sentence start <= p), p], averaged over them and over the KV head's group of query
 //     heads (the paper scores "for each attention head"; one KV head's group shares one selection).
 //   * Score every sentence vector (ref::score_gemv, dot); take sentences in score order (ref::topk)
-//     and their kept tokens until tau = token_budget tokens. Algorithm 1 line 17 retrieves exactly
-//     "top-tau tokens", so the sentence that would overflow contributes its most important kept tokens
-//     up to the remainder.
+//     and their kept tokens until tau - a tokens. Algorithm 1 line 17 retrieves exactly "top-tau
+//     tokens", so the sentence that would overflow contributes its most important kept tokens up to the
+//     remainder.
 //   * Attended: retrieved tokens + sinks + the last `recent` prompt tokens + every generated token
-//     P..p (the public code only masks the prompt; generated KV stays on the GPU, as the cost model's
-//     memory() counts it).
+//     P..p (generated KV stays on the GPU, as the cost model's memory() counts it; the public code
+//     reaches generated tokens through its recent window and the vectors it appends for completed
+//     generated sentences, not modeled). Where the kept KV lives (`kept_kv_on`) changes the cost, not
+//     the selection.
 //   * `reselect`: per_step (Algorithm 1: q_bar and the retrieval every step) or per_sentence (§4.2's
 //     prose: "once a complete sentence has been generated, we compute a mean query"): the first decode
 //     step selects with the queries so far, then a selection is made only when the current sentence
 //     changes (a sentence start is reached), scored by the mean query of the sentence just completed;
 //     in between the retrieved set is kept.
-// Statistics: "mean_sentence_tokens" (P / prompt sentences), "sentences_per_fetch" and
-// "tokens_per_fetch" (per selection, per layer and KV head: the H2D copy of the cost model),
+// Statistics: "mean_sentence_tokens" (P / prompt sentences) and "kept_sentences" (sentences holding a
+// kept token, mean over layers) replace the cost-model parameters of those names; "sentences_per_fetch"
+// and "tokens_per_fetch" (per selection, per layer and KV head: the H2D copy of the cost model),
 // "fetched_tokens_per_step", "fetched_sentences_per_step" (per decode step: per-fetch means times
 // reselect_fraction),
-// "reselect_fraction", "reselections", "kept_tokens" (floor(r tau) capped), "selected_fraction".
+// "reselect_fraction", "reselections", "kept_tokens" (floor(r tau) - a capped), "selected_fraction".
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -90,11 +100,14 @@ class SentenceKvSelector final : public TraceSelector {
 
     const int64_t cand_end = std::min(prefix, P - recent_);
     const int64_t cand_begin = std::min(sinks_, std::max<int64_t>(cand_end, 0));
-    const int64_t keep_n = std::max<int64_t>(0, int64_t(std::floor(keep_ * double(tau_))));
+    // Sinks and recent count in tau and floor(r tau) (§4.1's tau is all the GPU holds at decode).
+    const int64_t resident = std::min<int64_t>(P, sinks_ + recent_);
+    const int64_t keep_n = std::max<int64_t>(0, int64_t(std::floor(keep_ * double(tau_))) - resident);
+    retrieve_ = std::max<int64_t>(0, tau_ - resident);
     layers_.assign(size_t(L), {});
     std::vector<float> Qw, full(static_cast<size_t>(P)), alpha(static_cast<size_t>(std::max<int64_t>(prefix, 0)));
     const float scale = 1.f / std::sqrt(float(d));
-    kept_total_ = 0;
+    kept_total_ = kept_sentences_ = 0;
     for (int l = 0; l < L; ++l) {
       Layer& ly = layers_[size_t(l)];
       std::fill(alpha.begin(), alpha.end(), 0.f);
@@ -123,6 +136,7 @@ class SentenceKvSelector final : public TraceSelector {
           ly.tokens_by_importance.push_back(std::move(by_sentence[size_t(sidx)]));
         }
       kept_total_ += double(top.size());
+      kept_sentences_ += double(ly.sentence_ids.size());
       // Per KV head, the mean key of each sentence's kept tokens (eq. 1).
       const int64_t m = int64_t(ly.sentence_ids.size());
       ly.vectors.assign(size_t(H) * m * d, 0.f);
@@ -141,6 +155,7 @@ class SentenceKvSelector final : public TraceSelector {
       }
     }
     kept_total_ /= std::max(1, L);
+    kept_sentences_ /= std::max(1, L);
     current_.assign(size_t(L) * H, {});
     have_selection_ = false;
     sel_start_ = -1;
@@ -186,7 +201,7 @@ class SentenceKvSelector final : public TraceSelector {
           if (m > 0) ref::score_gemv(qbar.data(), ly.vectors.data() + size_t(h) * m * d, m, d, scores.data());
           std::vector<int32_t>& got = current_[size_t(l) * H + h];
           got.clear();
-          int64_t budget = tau_, nsent = 0;
+          int64_t budget = retrieve_, nsent = 0;
           for (int32_t j : ref::topk(scores, m)) {
             if (budget <= 0) break;
             const auto& toks = ly.tokens_by_importance[size_t(j)];
@@ -225,7 +240,7 @@ class SentenceKvSelector final : public TraceSelector {
     m["sentences_per_fetch"] = {fetches_ ? fetch_sentences_ / double(fetches_) : 0, fetches_,
                                 "sentences retrieved per selection, per layer and KV head"};
     m["tokens_per_fetch"] = {fetches_ ? fetch_tokens_ / double(fetches_) : 0, fetches_,
-                             "tokens copied CPU->GPU per selection, per layer and KV head (<= token_budget)"};
+                             "tokens retrieved (copied CPU->GPU when kept_kv_on = cpu) per selection, per layer and KV head (<= token_budget - sinks - recent)"};
     const double frac = steps_ ? double(reselections_) / double(steps_) : 0;
     m["fetched_tokens_per_step"] = {fetches_ ? fetch_tokens_ / double(fetches_) * frac : 0, steps_,
                                     "tokens copied per decode step, per layer and KV head"};
@@ -233,7 +248,10 @@ class SentenceKvSelector final : public TraceSelector {
                                        "sentences fetched per decode step, per layer and KV head"};
     m["reselect_fraction"] = {frac, steps_, "fraction of decode steps that rescore sentences and reload"};
     m["reselections"] = {double(reselections_), steps_, "decode steps that rescored sentences"};
-    m["kept_tokens"] = {kept_total_, int64_t(layers_.size()), "prompt tokens kept at prefill per layer (floor(r tau))"};
+    m["kept_tokens"] = {kept_total_, int64_t(layers_.size()),
+                        "prompt tokens kept for retrieval at prefill per layer (floor(r tau) - sinks - recent)"};
+    m["kept_sentences"] = {kept_sentences_, int64_t(layers_.size()),
+                           "prompt sentences holding at least one kept token (one vector per KV head), per layer"};
     m["selected_fraction"] = {sel_n_ ? sel_sum_ / double(sel_n_) : 0, sel_n_,
                               "attended tokens / (p + 1) per decode step, layer and KV head"};
     return m;
@@ -245,7 +263,7 @@ class SentenceKvSelector final : public TraceSelector {
     std::vector<std::vector<int32_t>> tokens_by_importance;  // their kept tokens, most important first
     std::vector<float> vectors;                             // [H][m][d] mean keys
   };
-  int64_t tau_ = 1024, window_ = 32, sinks_ = 32, recent_ = 32, w_ = 0;
+  int64_t tau_ = 1024, window_ = 32, sinks_ = 32, recent_ = 32, w_ = 0, retrieve_ = 960;
   double keep_ = 2;
   bool per_sentence_ = false;
   std::vector<int64_t> starts_;
@@ -253,7 +271,7 @@ class SentenceKvSelector final : public TraceSelector {
   std::vector<std::vector<int32_t>> current_;  // [l * H + h] retrieved tokens, sorted
   bool have_selection_ = false;
   int64_t sel_start_ = -1;
-  double mean_sentence_ = 0, kept_total_ = 0, fetch_sentences_ = 0, fetch_tokens_ = 0, sel_sum_ = 0;
+  double mean_sentence_ = 0, kept_total_ = 0, kept_sentences_ = 0, fetch_sentences_ = 0, fetch_tokens_ = 0, sel_sum_ = 0;
   int64_t fetches_ = 0, steps_ = 0, reselections_ = 0, sel_n_ = 0;
 };
 }  // namespace

@@ -8,7 +8,7 @@
 //   snapkv      budget_tokens = B (observation window included, as SnapKV counts it)
 //   quest       budget_tokens = B (whole pages)
 //   chunkkv     budget_tokens = B (L_max, window included)
-//   sentencekv  token_budget tau = B - sinks - recent (the always-resident tokens count against B)
+//   sentencekv  token_budget tau = B (tau counts the always-resident sinks and recent tokens, §4.1)
 //   sekv        budget_ratio = B / P (the paper's budget is a fraction of the prompt's KV); the local
 //               window w is capped at B / 2 so that a small budget is not spent on the window alone
 //   ctkvr       init + local tokens scaled to the paper's 5% of the context (§3.1.1: 6,528 of 131,072),
