@@ -1,5 +1,7 @@
 #include "model/decode_graph.hpp"
 
+#include <algorithm>
+
 #include <stdexcept>
 #include <string>
 
@@ -40,10 +42,37 @@ DecodeGraph build_decode_graph(const std::vector<Phase>& pol, const std::vector<
   constexpr size_t kNone = SIZE_MAX;
   size_t last_on[size_t(Stream::count)];
   for (auto& x : last_on) x = kNone;
+  // An eager implementation's host dispatch stream (Machine::dispatch_layer_s): before each phase node, a
+  // node on the host_dispatch resource issues its operators — the layer's operators shared out by
+  // the phases' launches — chained in program order, and the phase waits for it. The host runs ahead
+  // of the GPU while it can; when issuing is slower than executing, the GPU waits.
+  double layer_launches = 0, step_launches = 0;
+  for (const auto* list : {&pol, &dense})
+    for (const Phase& p : *list) (p.repeat > 1 ? layer_launches : step_launches) += p.work.launches / std::max(1.0, p.repeat);
+  size_t last_dispatch = kNone;
+  auto dispatch = [&](const Phase& p, int layer) -> size_t {
+    if (!m.has_dispatch()) return kNone;
+    const double launches = p.work.launches / std::max(1.0, p.repeat);
+    const double host_s = layer >= 0 ? (layer_launches > 0 ? m.dispatch_layer_s * launches / layer_launches : 0)
+                                     : (step_launches > 0 ? m.dispatch_step_s * launches / step_launches : 0);
+    if (!(host_s > 0)) return kNone;
+    SimPhase d;
+    d.name = "dispatch " + std::string(p.name);
+    d.amount.assign(size_t(Resource::count), 0.0);
+    d.amount[size_t(Resource::host_dispatch)] = host_s;
+    const size_t id = g.graph.add_phase(std::move(d));
+    g.source.push_back(kNone);
+    g.layer.push_back(layer);
+    if (last_dispatch != kNone) g.graph.add_edge(last_dispatch, id);
+    last_dispatch = id;
+    return id;
+  };
   auto add = [&](const Phase& p, size_t src, int layer) {
+    const size_t issued = dispatch(p, layer);
     const size_t id = g.graph.add_phase(instance(p, m));
     g.source.push_back(src);
     g.layer.push_back(layer);
+    if (issued != kNone) g.graph.add_edge(issued, id);
     size_t& prev = last_on[size_t(p.stream)];
     if (prev != kNone) g.graph.add_edge(prev, id);
     prev = id;

@@ -19,7 +19,7 @@ namespace kvsim::sim {
 
 struct DecodeGraph {
   StepGraph graph;
-  std::vector<size_t> source;  // per node: index into the concatenated list (policy phases, then dense)
+  std::vector<size_t> source;  // per node: index into the concatenated list (policy phases, then dense); SIZE_MAX for a host dispatch node
   std::vector<int> layer;      // per node: its layer, or -1 for a once-per-step phase
   explicit DecodeGraph(size_t resources) : graph(resources) {}
 };

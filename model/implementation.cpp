@@ -8,6 +8,17 @@ Implementation load_implementation(YamlMap m) {
   impl.prefill_whole_prompt = m.choice("prefill", {"chunked", "whole"}, "chunked") == "whole";
   impl.kv_append_concat = m.choice("kv_append", {"in_place", "concat"}, "in_place") == "concat";
   impl.attention_repeat_kv = m.choice("attention", {"fused_gqa", "repeat_kv"}, "fused_gqa") == "repeat_kv";
+  impl.dispatch_eager = m.choice("dispatch", {"engine", "eager"}, "engine") == "eager";
+  if (impl.dispatch_eager) {
+    impl.ops_per_layer = m.number("ops_per_layer", Range::at_least(1, 1e5));
+    impl.kernels_per_layer = m.number("kernels_per_layer", Range::between(0, impl.ops_per_layer));
+    impl.ops_per_step = m.number("ops_per_step", Range::between(0, 1e5), 0.0);
+    impl.kernels_per_step = m.number("kernels_per_step", Range::between(0, impl.ops_per_step), 0.0);
+    impl.dispatch_us = m.number("dispatch_us", Range::positive(1e5));
+  } else {
+    for (const char* k : {"ops_per_layer", "kernels_per_layer", "ops_per_step", "kernels_per_step", "dispatch_us"})
+      if (m.has(k)) m.fail(k, "applies only with dispatch: eager");
+  }
   m.finish();
   return impl;
 }
@@ -17,6 +28,14 @@ void apply_implementation(Deployment& d, const Implementation& impl) {
   if (impl.prefill_whole_prompt) d.prefill_chunk_tokens = 0;
   d.kv_append_concat = impl.kv_append_concat;
   d.attention_repeat_kv = impl.attention_repeat_kv;
+  if (impl.dispatch_eager) {
+    // The host pays the dispatch and the launch call per operator; the GPU pays only its own
+    // per-kernel gap (the in-graph latency), since the host-side launch cost is on the dispatch stream.
+    const double op = impl.dispatch_us * 1e-6, launch = d.gpu->host_launch_latency;
+    d.machine.dispatch_layer_s = impl.ops_per_layer * op + impl.kernels_per_layer * launch;
+    d.machine.dispatch_step_s = impl.ops_per_step * op + impl.kernels_per_step * launch;
+    d.machine.kernel_latency = d.gpu->kernel_latency;
+  }
 }
 
 }  // namespace kvsim

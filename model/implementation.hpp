@@ -23,6 +23,17 @@ struct Implementation {
   // Attention runs on K, V expanded to every query head (Hugging Face `sdpa` and `eager` attention
   // call repeat_kv for GQA models; `flash_attention_2` does not).
   bool attention_repeat_kv = false;
+  // Operators dispatched one by one from the host (PyTorch eager: Python and ATen dispatch, then
+  // cudaLaunchKernel, per operator) instead of launched by an engine or replayed as a CUDA graph. The
+  // simulator then runs a host dispatch stream that issues every operator in program order (Machine:
+  // dispatch_s); small steps become dispatch-bound, large ones stay HBM-bound. Every number here is a
+  // measurement (tools/measure/torch_dispatch.py; docs/scenarios.md, "implementation").
+  bool dispatch_eager = false;
+  double ops_per_layer = 0;      // operators one decoder layer issues in a decode step
+  double kernels_per_layer = 0;  // of those, the ones that launch a GPU kernel (each pays host_launch_us)
+  double ops_per_step = 0;       // operators outside the layers (embedding, final norm, LM head, sampling)
+  double kernels_per_step = 0;
+  double dispatch_us = 0;        // host time per operator (Python and framework dispatch), microseconds
 };
 
 // Reads the `implementation:` mapping (all fields optional; unknown fields are errors).

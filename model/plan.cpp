@@ -110,7 +110,9 @@ StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues
   if (out) out->reserve(policy_phases.size() + dense.size());
   r.serial_seconds = sum_phases(d, policy_phases, "decode", out) + sum_phases(d, dense, "decode", out);
   r.seconds = r.serial_seconds;
-  if (!sim::is_single_stream(policy_phases)) {
+  // Overlapping streams, or an eager implementation's host dispatch stream, need the simulator; one
+  // GPU stream alone is the exact sum of its rooflines.
+  if (!sim::is_single_stream(policy_phases) || d.machine.has_dispatch()) {
     const sim::DecodeGraph g = sim::build_decode_graph(policy_phases, dense, d.model->layers, d.machine);
     r.seconds = g.graph.run(sim::capacities(d.machine), sim::couplings(d.machine)).makespan;
     r.simulated = true;

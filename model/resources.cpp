@@ -3,7 +3,7 @@
 namespace kvsim::sim {
 
 std::vector<double> capacities(const Machine& m) {
-  return {m.tensor, m.simt, m.host_compute, m.hbm, m.dram, m.h2d, m.d2h, m.link};
+  return {m.tensor, m.simt, m.host_compute, m.hbm, m.dram, m.h2d, m.d2h, m.link, 1.0 /* host dispatch: seconds per second */};
 }
 
 std::vector<Coupling> couplings(const Machine& m) {
@@ -13,7 +13,8 @@ std::vector<Coupling> couplings(const Machine& m) {
 
 const std::vector<std::string>& resource_names() {
   static const std::vector<std::string> names = {"gpu tensor cores", "gpu cuda cores", "host cpu", "hbm",
-                                                 "host dram", "pcie h2d", "pcie d2h", "gpu link"};
+                                                 "host dram", "pcie h2d", "pcie d2h", "gpu link",
+                                                 "host dispatch"};
   return names;
 }
 

@@ -12,7 +12,8 @@
 
 namespace kvsim::sim {
 
-enum class Resource { tensor, simt, host_compute, hbm, dram, h2d, d2h, link, count };
+// host_dispatch: the host thread that issues operators in an eager implementation (seconds of its time).
+enum class Resource { tensor, simt, host_compute, hbm, dram, h2d, d2h, link, host_dispatch, count };
 
 std::vector<double> capacities(const Machine& m);
 // PCIe duplex: while both directions carry flows, each runs at its measured bidirectional rate.

@@ -22,6 +22,13 @@ struct Machine {
   double h2d_duplex = 0, d2h_duplex = 0;  // each PCIe direction's bandwidth while the other is busy
   double link = 0;          // per-direction GPU-GPU bandwidth for collectives (NVLink, else PCIe)
   double kernel_latency = 0;  // seconds per GPU kernel (graph or host launch)
+  // Host dispatch stream (an eager implementation, model/implementation.hpp): one host thread issues
+  // every operator in program order, and a kernel cannot start before its operator is issued. Host
+  // seconds to issue one decoder layer's operators and the operators outside the layers; the
+  // simulator shares them out over the phases by their launches. 0 = no dispatch stream (an engine
+  // with CUDA graphs or a C++ loop).
+  double dispatch_layer_s = 0, dispatch_step_s = 0;
+  bool has_dispatch() const { return dispatch_layer_s > 0 || dispatch_step_s > 0; }
   const Calibration* calibration = nullptr;
 };
 
