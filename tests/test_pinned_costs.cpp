@@ -257,6 +257,11 @@ TEST(PinnedCosts, Streaming) {
   expect_work(pre[0], {0, 2 * L * 64 * R, 0, 0, 0, 0, L});
   EXPECT_EQ(pre[0].run_bytes, 60 * kr);
   expect_memory(memory(r, "streaming", p), {64 * KVt, np_ * R, 0, 0, 64 * KVt, 0});
+  // A prompt shorter than the window: the generated tokens fill it up to K(n_p + n_o) at peak.
+  const MemoryDemand sm = find_policy("streaming")->memory(r.dep, Rig::params(*find_policy("streaming"), p), 30, no);
+  expect_memory(sm, {64 * KVt, 30 * R, 0, 0, 64 * KVt, 0});  // K(30 + 48) = 64, not K(30) = 30
+  const MemoryDemand sm2 = find_policy("streaming")->memory(r.dep, Rig::params(*find_policy("streaming"), p), 10, 20);
+  expect_memory(sm2, {30 * KVt, 10 * R, 0, 0, 30 * KVt, 0});
 }
 
 // docs/cost-model.md § snapkv: kept = min(n_p, budget_tokens) = 200.
@@ -435,6 +440,13 @@ TEST(PinnedCosts, Sekv) {
   const double ks = 12;  // min(r + 8, |S|, d)
   expect_work(pre[1], {2 * L * hkv * m * (8 * 32 * hd * ks + 4 * 32 * ks * ks), 6 * L * hkv * m * 32 * kr + L * hkv * m * sb, 0, 0, 0, 0, 6 * L});
   expect_work(pre[2], {0, L * hkv * m * sb, L * hkv * m * sb, 0, L * hkv * m * sb, 0, L});
+  // A tight budget: beta n_p = 250 leaves room = 250 - 190 - 26 - 13 (the summaries) = 21 < z C_m,
+  // so the budget caps the reconstructed tokens: Z = 21.
+  std::map<std::string, double> tight = p;
+  tight["budget_ratio"] = 0.25;
+  const PhaseList dt = decode(r, "sekv", tight);
+  expect_work(dt[4], {4 * L * B * hkv * 21 * rk * hd, L * B * hkv * (21.0 / 32 * sb + 2 * 21 * kr), 0, 0, 0, 0, L});
+  EXPECT_NEAR(memory(r, "sekv", tight).hbm_per_seq, (F + no + m) * KVt + m * L * hq * dp * bkv + 21 * R, 1e-6);
   expect_memory(memory(r, "sekv", p), {(F + no + m) * KVt + m * L * hq * dp * bkv + Z * R,
                                        np_ * R + L * hq * dp * hd * ba, m * L * hkv * sb, 0, (F + no + m) * KVt,
                                        m * L * hkv * sb});

@@ -28,13 +28,15 @@ WORK=$(mktemp -d)
 CURRENT_FILE=""
 restore() {
   if [ -n "$CURRENT_FILE" ] && [ -f "$WORK/orig" ]; then
-    cp -p "$WORK/orig" "$ROOT/$CURRENT_FILE"
+    # A plain cp (not -p) gives the file a new mtime, so the next build recompiles the restored source.
+    cp "$WORK/orig" "$ROOT/$CURRENT_FILE"
+    touch "$ROOT/$CURRENT_FILE"
     CURRENT_FILE=""
   fi
 }
 cleanup() { restore; rm -rf "$WORK"; }
 trap cleanup EXIT
-trap 'echo; echo "interrupted: restoring $CURRENT_FILE" >&2; exit 130' INT TERM
+trap 'echo; echo "interrupted: restoring $CURRENT_FILE" >&2; exit 130' INT TERM HUP
 
 # Parse the mutants into one record per line: id \x1f file \x1f find \x1f replace \x1f why \x1f equivalent
 python3 - "$MUTANTS_FILE" "$@" > "$WORK/list" <<'PY' || exit 2
