@@ -338,49 +338,122 @@ TEST(PinnedCosts, Chess) {
 }
 
 // docs/cost-model.md § sentencekv (seed 001: §4.1 / App. A.2 Algorithm 1 prefill, §A.7 global top
-// floor(r tau), eq. 1 sentence means, §4.2 / eq. 2-3 decode).
+// floor(r tau), eq. 1 sentence means, §4.2 / eq. 2-3 decode; §4.1 "Memory management" and Algorithm 1
+// lines 7 and 18 for kept_kv_on: cpu, the public code for gpu).
 TEST(PinnedCosts, SentenceKv) {
   Rig r;
   std::map<std::string, double> p = {{"token_budget", 101}, {"keep_factor", 2.5}, {"obs_window", 16}, {"sinks", 4},
                                      {"recent", 32},        {"mean_sentence_tokens", 24}, {"reselect", 0}};
-  const double kept = 252;   // floor(2.5 * 101) = floor(252.5)
-  const double S = 42;       // min(ceil(1000 / 24) = ceil(41.67), kept)
-  const double tau = 101;    // min(token_budget, kept)
-  const double run = 252.0 * 24 / 1000;  // contiguous tokens per sentence bucket, in [1, 24]
+  // § sentencekv, "tau counts the sinks and recent tokens" (§4.1: tau is all the GPU holds at decode):
+  const double a = 36;    // min(n_p, sinks + recent) = min(1000, 4 + 32)
+  const double c = 216;   // max(0, min(n_p, floor(2.5 * 101) = floor(252.5)) - a) = 252 - 36
+  const double tr = 65;   // tau' = min(max(0, tau - a), c) = min(101 - 36, 216)
+  // § sentencekv, "Sentence vectors only for sentences with kept tokens" (eq. 1, §A.7): the expected
+  // occupied sentences when c kept tokens fall uniformly over n' = n_p - a = 964 candidates cut into
+  // sentences of 24: S = (n'/24)(1 - (1 - c/n')^24) = 40.17 (1 - 0.0023) = 40.08, between c/24 = 9 and c.
+  const double S = 964.0 / 24 * (1 - std::pow(1 - 216.0 / 964, 24));
+  ASSERT_GT(S, 40.0);
+  ASSERT_LT(S, 40.2);
+  const double run = 216 / S;  // t_run = clamp(c/S, 1, 24) = 5.39 kept tokens per sentence bucket
+  // ---- kept_kv_on: cpu (default; §4.1 "offload them to CPU memory", Algorithm 1 line 18) ----
   const PhaseList d = decode(r, "sentencekv", p);
   ASSERT_EQ(names(d), (std::vector<std::string>{"sentence_score", "sentence_select", "load_kv", "attention"}));
-  // score(hq, hkv, S, d, b_kv) + the running mean query 2 L B hq d
+  // score(hq, hkv, S, d, b_kv) + the running mean query 2 L B hq d (eq. 2)
   expect_work(d[0], {L * B * hq * S * (2 * hd + 2) + 2 * L * B * hq * hd, L * B * (hkv * S * hd * bkv + 4 * hq * S + hq * hd * ba), 0, 0, 0, 0, L});
-  expect_work(d[1], {4 * L * B * hkv * S, L * B * hkv * (8 * S + 4 * S), 0, 0, 0, 0, L});
-  expect_work(d[2], {0, L * B * tau * R, L * B * tau * R, L * B * tau * R, 0, 0, L});
+  expect_work(d[1], {4 * L * B * hkv * S, L * B * hkv * (8 * S + 4 * S), 0, 0, 0, 0, L});  // select(hkv, S, S)
+  // copy_h2d(tau' R): H2D = DRAM = HBM
+  expect_work(d[2], {0, L * B * tr * R, L * B * tr * R, L * B * tr * R, 0, 0, L});
   EXPECT_DOUBLE_EQ(d[2].run_bytes, run * kr);
   EXPECT_EQ(d[2].stream, Stream::h2d);
   EXPECT_EQ(d[2].after[0], 1);
-  // tau + min(n_p, sinks + recent) + n_g
-  expect_work(d[3], attn(tau + 36 + ng, true));
+  // eq. 3: T = a + tau' + n_g = 36 + 65 + 20 = 121 (= tau + n_g: the sinks and recent are inside tau)
+  expect_work(d[3], attn(a + tr + ng, true));
   EXPECT_EQ(d[3].after[0], 2);
-  // per_sentence: the selection and the copy once per 24 generated tokens; the running mean every step.
+  // per_sentence (§4.2 prose): the selection and the copy once per 24 generated tokens (e = 1/24); the
+  // running mean every step.
   p["reselect"] = 1;
   const double e = 1.0 / 24;
   const PhaseList ds = decode(r, "sentencekv", p);
   expect_work(ds[0], {e * L * B * hq * S * (2 * hd + 2) + 2 * L * B * hq * hd, e * L * B * (hkv * S * hd * bkv + 4 * hq * S + hq * hd * ba), 0, 0, 0, 0, e * L});
   expect_work(ds[1], {e * 4 * L * B * hkv * S, e * L * B * hkv * 12 * S, 0, 0, 0, 0, e * L});
-  expect_work(ds[2], {0, e * L * B * tau * R, e * L * B * tau * R, e * L * B * tau * R, 0, 0, e * L});
-  expect_work(ds[3], attn(tau + 36 + ng, true));
+  expect_work(ds[2], {0, e * L * B * tr * R, e * L * B * tr * R, e * L * B * tr * R, 0, 0, e * L});
+  expect_work(ds[3], attn(a + tr + ng, true));
   p["reselect"] = 0;
   const PhaseList pre = prefill(r, "sentencekv", p);
   ASSERT_EQ(names(pre), (std::vector<std::string>{"window_scores", "topk_tokens", "sentence_means", "pack_kept", "offload"}));
   expect_work(pre[0], {L * hq * 16 * np_ * (2 * hd + 5), L * (hkv * np_ * kr + hq * 16 * hd * ba + 8 * hq * np_), 0, 0, 0, 0, 2 * L});
-  expect_work(pre[1], {4 * L * np_, L * (8 * np_ + 4 * kept), 0, 0, 0, 0, L});
-  expect_work(pre[2], {L * hkv * kept * hd, L * hkv * (kept + S) * kr, 0, 0, 0, 0, L});
-  expect_work(pre[3], {0, 2 * L * kept * R, 0, 0, 0, 0, L});
-  expect_work(pre[4], {0, L * kept * R, L * kept * R, 0, L * kept * R, 0, L});
+  expect_work(pre[1], {4 * L * np_, L * (8 * np_ + 4 * c), 0, 0, 0, 0, L});  // select(1, n_p, c): global top (§A.7)
+  expect_work(pre[2], {L * hkv * c * hd, L * hkv * (c + S) * kr, 0, 0, 0, 0, L});
+  expect_work(pre[3], {0, 2 * L * c * R, 0, 0, 0, 0, L});  // gather(c R): the retrievable tokens only
+  EXPECT_EQ(pre[3].run_bytes, kr);
+  expect_work(pre[4], {0, L * c * R, L * c * R, 0, L * c * R, 0, L});  // copy_d2h(c R), Algorithm 1 line 7
   EXPECT_EQ(pre[4].stream, Stream::d2h);
-  // GPU: min(n_p, sinks + recent + tau) + n_o tokens, plus S sentence vectors per layer and KV head;
-  // host DRAM: the kept tokens.
-  const double gpu_tok = 137 + no;
+  // § sentencekv Memory, cpu: HBM KV (a + tau' + n_o) KV_tok (sinks, recent, the staging buffer of the
+  // retrieved tokens, generated tokens), + the sentence vectors S L hkv k_r; DRAM c KV_tok; fixed n_p R.
   expect_memory(memory(r, "sentencekv", p),
-                {gpu_tok * KVt + S * L * hkv * kr, np_ * R, kept * KVt, 0, gpu_tok * KVt, kept * KVt});
+                {(a + tr + no) * KVt + S * L * hkv * kr, np_ * R, c * KVt, 0, (a + tr + no) * KVt, c * KVt});
+  // ---- kept_kv_on: gpu (the public code: kept KV in HBM, dense attention masked to the selection) ----
+  p["kept_kv_on"] = 1;
+  const PhaseList dg = decode(r, "sentencekv", p);
+  ASSERT_EQ(names(dg), (std::vector<std::string>{"sentence_score", "sentence_select", "sentence_mask", "attention"}));
+  expect_work(dg[0], {L * B * hq * S * (2 * hd + 2) + 2 * L * B * hq * hd, L * B * (hkv * S * hd * bkv + 4 * hq * S + hq * hd * ba), 0, 0, 0, 0, L});
+  expect_work(dg[1], {4 * L * B * hkv * S, 12 * L * B * hkv * S, 0, 0, 0, 0, L});
+  // T = a + c + n_g = 36 + 216 + 20 = 272: every kept token is attended; the mask is one byte per KV
+  // head and cached token.
+  const double Tg = a + c + ng;
+  expect_work(dg[2], {0, L * B * hkv * Tg, 0, 0, 0, 0, L});
+  EXPECT_EQ(dg[2].kind, PhaseKind::select);
+  EXPECT_EQ(dg[2].stream, Stream::gpu);
+  EXPECT_EQ(dg[2].after[0], 1);
+  Expect dense = attn(Tg, true);
+  dense.hbm += L * B * hkv * Tg;  // attention reads the mask
+  expect_work(dg[3], dense);
+  EXPECT_EQ(dg[3].after[0], 2);
+  for (const Phase& ph : dg) {  // nothing over PCIe
+    EXPECT_EQ(ph.work.h2d_bytes, 0) << ph.name;
+    EXPECT_EQ(ph.work.d2h_bytes, 0) << ph.name;
+    EXPECT_EQ(ph.work.dram_bytes, 0) << ph.name;
+    EXPECT_EQ(ph.stream, Stream::gpu) << ph.name;
+  }
+  // per_sentence scales the mask as it scales the copy.
+  p["reselect"] = 1;
+  const PhaseList dgs = decode(r, "sentencekv", p);
+  expect_work(dgs[2], {0, e * L * B * hkv * Tg, 0, 0, 0, 0, e * L});
+  expect_work(dgs[3], dense);
+  p["reselect"] = 0;
+  // Prefill: no offload; pack_kept compacts every kept token, sinks and recent included: 2 L (a + c) R.
+  const PhaseList preg = prefill(r, "sentencekv", p);
+  ASSERT_EQ(names(preg), (std::vector<std::string>{"window_scores", "topk_tokens", "sentence_means", "pack_kept"}));
+  expect_work(preg[0], {L * hq * 16 * np_ * (2 * hd + 5), L * (hkv * np_ * kr + hq * 16 * hd * ba + 8 * hq * np_), 0, 0, 0, 0, 2 * L});
+  expect_work(preg[1], {4 * L * np_, L * (8 * np_ + 4 * c), 0, 0, 0, 0, L});
+  expect_work(preg[2], {L * hkv * c * hd, L * hkv * (c + S) * kr, 0, 0, 0, 0, L});
+  expect_work(preg[3], {0, 2 * L * (a + c) * R, 0, 0, 0, 0, L});
+  // Memory, gpu: HBM KV (a + c + n_o) KV_tok = 300 KV_tok, the sentence vectors, no DRAM.
+  expect_memory(memory(r, "sentencekv", p),
+                {(a + c + no) * KVt + S * L * hkv * kr, np_ * R, 0, 0, (a + c + no) * KVt, 0});
+  p["kept_kv_on"] = 0;
+  // ---- kept_sentences (a trace's measured count): S = min(kept_sentences, c, ceil((n_p - a)/24)) ----
+  // 30 is used as is; 50 is capped by ceil(964 / 24) = ceil(40.17) = 41 sentences.
+  for (const auto& [given, want] : std::vector<std::pair<double, double>>{{30, 30}, {50, 41}}) {
+    SCOPED_TRACE(given);
+    p["kept_sentences"] = given;
+    const PhaseList dk = decode(r, "sentencekv", p);
+    expect_work(dk[1], {4 * L * B * hkv * want, 12 * L * B * hkv * want, 0, 0, 0, 0, L});
+    EXPECT_DOUBLE_EQ(dk[2].run_bytes, c / want * kr);  // t_run = c / S, inside [1, 24]
+    const PhaseList pk = prefill(r, "sentencekv", p);
+    expect_work(pk[2], {L * hkv * c * hd, L * hkv * (c + want) * kr, 0, 0, 0, 0, L});
+    EXPECT_NEAR(memory(r, "sentencekv", p).hbm_per_seq, (a + tr + no) * KVt + want * L * hkv * kr, 1e-6);
+  }
+  p["kept_sentences"] = 0;
+  // tau below the sinks + recent (§ sentencekv: "If tau < a, nothing is retrieved"): tau = 30 < a = 36,
+  // floor(2.5 * 30) = 75 keeps c = 39 for nothing: tau' = 0, attention over a + n_g only.
+  p["token_budget"] = 30;
+  const PhaseList dt = decode(r, "sentencekv", p);
+  expect_work(dt[2], {0, 0, 0, 0, 0, 0, L});
+  expect_work(dt[3], attn(a + ng, true));
+  const MemoryDemand mt = memory(r, "sentencekv", p);
+  EXPECT_NEAR(mt.kv_hbm_per_seq, (a + no) * KVt, 1e-6);
+  EXPECT_NEAR(mt.kv_dram_per_seq, 39 * KVt, 1e-6);
 }
 
 // docs/cost-model.md § chunkkv (seed 002: §3.2 Algorithms 1 and 3, §3.3 Algorithm 2 layer reuse,
@@ -407,49 +480,131 @@ TEST(PinnedCosts, ChunkKv) {
   expect_work(tiny[0], attn(16 + ng, true));
 }
 
-// docs/cost-model.md § sekv (seed 003: §3.1-3.2 spans and summaries, eq. 3 routing, App. D eq. 18-19
-// factor bytes, §3.3 budget and zoom, Fig. 2 two-stage attention).
+// docs/cost-model.md § sekv (seed 003: §3.1-3.2 spans and summaries, eq. 1 surprisal, eq. 3 routing,
+// App. D eq. 18-19 factor bytes, §3.3 and §4.1 budget and zoom, Fig. 2 two-stage attention).
 TEST(PinnedCosts, Sekv) {
   Rig r;
-  const std::map<std::string, double> p = {{"budget_ratio", 0.5},  {"max_rank", 8},        {"routing_dim", 8},
-                                           {"local_window", 100},  {"mean_span_tokens", 32}, {"anchor_ratio", 0.1},
-                                           {"zoom_rate", 0.05},    {"rank_ratio", 0.45}};
-  // w_l = 100, rest 900: F = 100 + 90 = 190, C_m = 810, m = ceil(810/32) = ceil(25.3) = 26 spans,
-  // r = max(1, round(0.45 min(32, 16, 8))) = round(3.6) = 4, s_b = 2 r (|S| + d + 1) b_kv = 784,
-  // room = 500 - 190 - 26 - 26 g d'/(2d) (= 13) = 271, Z = min(0.05 * 810, 271) = 40.5, z_s = Z/32.
-  const double F = 190, m = 26, rk = 4, sb = 2 * rk * (32 + hd + 1) * bkv, Z = 40.5, zs = Z / 32, dp = 8;
+  // zoom_rate left at its default (< 0): the zoomed spans fill the budget (§3.3, §4.1).
+  std::map<std::string, double> p = {{"budget_ratio", 0.5},  {"max_rank", 8},          {"routing_dim", 8},
+                                     {"local_window", 100},  {"mean_span_tokens", 32}, {"anchor_ratio", 0.1},
+                                     {"rank_ratio", 0.45}};
+  {
+    const Policy& sk = *find_policy("sekv");
+    EXPECT_LT(sk.defaults()[size_t(sk.param_index("zoom_rate"))], 0);
+  }
+  // § sekv layout: w_l = 100, rest 900: F = 100 + 0.1 * 900 = 190, C_m = 810, m = ceil(810/32) =
+  // ceil(25.3) = 26 spans, r = max(1, round(0.45 min(32, 16, 8))) = round(3.6) = 4,
+  // s_b = 2 r (|S| + d + 1) b_kv = 784 (App. D eq. 18), room = beta n_p - F - m - m g d'/(2d)
+  // = 500 - 190 - 26 - 26 * 2 * 8 / 32 (= 13) = 271 (reconstruction_room, §3.3: the budget counts the
+  // anchors, coarse means and summaries). Fill the budget: z_s = min(m, floor(271/32) = floor(8.47)) = 8
+  // whole spans, Z = min(C_m, 8 * 32) = 256 tokens.
+  const double F = 190, Cm = 810, m = 26, rk = 4, sb = 2 * rk * (32 + hd + 1) * bkv, dp = 8;
+  const double room = 0.5 * np_ - F - m - m * g * dp / (2 * hd);
   ASSERT_EQ(sb, 784);
+  ASSERT_EQ(room, 271);
+  const double zs = std::floor(room / 32), Z = std::min(Cm, zs * 32);
+  ASSERT_EQ(zs, 8);
+  ASSERT_EQ(Z, 256);
   const PhaseList d = decode(r, "sekv", p);
   ASSERT_EQ(names(d), (std::vector<std::string>{"route", "zoom_select", "fetch_factors", "coarse_attention", "reconstruct", "fine_attention"}));
-  expect_work(d[0], {L * B * hq * m * (2 * dp + 2) + 2 * L * B * hq * dp * hd,
-                     L * B * (hq * m * dp * bkv + 4 * hq * m + hq * dp * ba) + L * hq * dp * hd * ba, 0, 0, 0, 0, L});
-  expect_work(d[1], {4 * L * B * hq * m, L * B * hq * (8 * m + 4 * 0.05 * m), 0, 0, 0, 0, L});
-  const double fetch = L * B * hkv * zs * sb;
+  // route = score(hq, hq, m, d', b_kv) + projecting q to d' (eq. 3) + reading W once per step
+  const Expect route = {L * B * hq * m * (2 * dp + 2) + 2 * L * B * hq * dp * hd,
+                        L * B * (hq * m * dp * bkv + 4 * hq * m + hq * dp * ba) + L * hq * dp * hd * ba, 0, 0, 0, 0, L};
+  expect_work(d[0], route);
+  expect_work(d[1], {4 * L * B * hq * m, L * B * hq * (8 * m + 4 * zs), 0, 0, 0, 0, L});  // select(hq, m, z_s)
+  const double fetch = L * B * hkv * zs * sb;  // copy_h2d(hkv z_s s_b), App. D eq. 20
   expect_work(d[2], {0, fetch, fetch, fetch, 0, 0, L});
   EXPECT_EQ(d[2].run_bytes, sb / 2);
+  EXPECT_EQ(d[2].stream, Stream::h2d);
   EXPECT_EQ(d[2].after[0], 1);
-  expect_work(d[3], attn(F + ng + m, true));
+  const Expect coarse = attn(F + ng + m, true);  // stage 1 (Fig. 2): anchors, window, generated, coarse entries
+  expect_work(d[3], coarse);
   expect_work(d[4], {4 * L * B * hkv * Z * rk * hd, L * B * hkv * (zs * sb + 2 * Z * kr), 0, 0, 0, 0, L});
   EXPECT_EQ(d[4].after[0], 2);
   Expect fine = attn(Z, false);
   fine.flops += 4 * L * B * hq * hd;  // merge of the two partial softmax states
   expect_work(d[5], fine);
+  // Prefill: summaries, SVD, offload, and the LM head over the prompt that surprisal needs (§3.1 eq. 1).
   const PhaseList pre = prefill(r, "sekv", p);
-  ASSERT_EQ(names(pre), (std::vector<std::string>{"span_summaries", "span_svd", "offload_factors"}));
+  ASSERT_EQ(names(pre), (std::vector<std::string>{"span_summaries", "span_svd", "offload_factors", "surprisal_lm_head", "surprisal"}));
   expect_work(pre[0], {L * (2 * hq * np_ * hd * dp + 4 * hkv * np_ * hd), L * (2 * hkv * np_ * kr + m * (hq * dp + 2 * hkv * hd) * bkv), 0, 0, 0, 0, 3 * L});
   const double ks = 12;  // min(r + 8, |S|, d)
   expect_work(pre[1], {2 * L * hkv * m * (8 * 32 * hd * ks + 4 * 32 * ks * ks), 6 * L * hkv * m * 32 * kr + L * hkv * m * sb, 0, 0, 0, 0, 6 * L});
   expect_work(pre[2], {0, L * hkv * m * sb, L * hkv * m * sb, 0, L * hkv * m * sb, 0, L});
-  // A tight budget: beta n_p = 250 leaves room = 250 - 190 - 26 - 13 (the summaries) = 21 < z C_m,
-  // so the budget caps the reconstructed tokens: Z = 21.
-  std::map<std::string, double> tight = p;
-  tight["budget_ratio"] = 0.25;
-  const PhaseList dt = decode(r, "sekv", tight);
-  expect_work(dt[4], {4 * L * B * hkv * 21 * rk * hd, L * B * hkv * (21.0 / 32 * sb + 2 * 21 * kr), 0, 0, 0, 0, L});
-  EXPECT_NEAR(memory(r, "sekv", tight).hbm_per_seq, (F + no + m) * KVt + m * L * hq * dp * bkv + 21 * R, 1e-6);
+  EXPECT_EQ(pre[2].stream, Stream::d2h);
+  // surprisal_lm_head: positions 0..n_p-2 (999 rows) through the h x V head, the weights read once per
+  // prefill chunk (k = 4): 2 * 999 h V FLOPs, HBM k h V b_w + 999 (h + V) b_a, k launches.
+  const double rows = np_ - 1, k = 4;
+  expect_work(pre[3], {2 * rows * h * V, k * h * V * bw + rows * (h + V) * ba, 0, 0, 0, 0, k});
+  EXPECT_EQ(pre[3].kind, PhaseKind::gemm);
+  EXPECT_EQ(pre[3].repeat, 1);
+  // surprisal: log-softmax at the observed token, ~4 FLOPs per logit; logits read, token id in, H_t out.
+  expect_work(pre[4], {4 * rows * V, rows * (V * ba + 8), 0, 0, 0, 0, k});
+  EXPECT_EQ(pre[4].kind, PhaseKind::elementwise);
+  // § sekv Memory: HBM KV (F + n_o + m) KV_tok; + summaries m L hq d' b_kv + one layer's Z R; fixed
+  // n_p R + L hq d' d b_a (W); DRAM m L hkv s_b (eq. 19).
   expect_memory(memory(r, "sekv", p), {(F + no + m) * KVt + m * L * hq * dp * bkv + Z * R,
                                        np_ * R + L * hq * dp * hd * ba, m * L * hkv * sb, 0, (F + no + m) * KVt,
                                        m * L * hkv * sb});
+  std::vector<std::string> notes;
+  find_policy("sekv")->notes(r.dep, Rig::params(*find_policy("sekv"), p), np_, no, notes);
+  EXPECT_TRUE(notes.empty());
+  // zoom_rate = 0.05 (override): Z = min(0.05 C_m, room) = min(40.5, 271) = 40.5, z_s = Z/32 (a mean,
+  // not rounded).
+  p["zoom_rate"] = 0.05;
+  {
+    const double Zo = 40.5, zo = Zo / 32;
+    const PhaseList dz = decode(r, "sekv", p);
+    expect_work(dz[0], route);
+    expect_work(dz[1], {4 * L * B * hq * m, L * B * hq * (8 * m + 4 * zo), 0, 0, 0, 0, L});
+    const double fz = L * B * hkv * zo * sb;
+    expect_work(dz[2], {0, fz, fz, fz, 0, 0, L});
+    expect_work(dz[3], coarse);
+    expect_work(dz[4], {4 * L * B * hkv * Zo * rk * hd, L * B * hkv * (zo * sb + 2 * Zo * kr), 0, 0, 0, 0, L});
+    Expect fz5 = attn(Zo, false);
+    fz5.flops += 4 * L * B * hq * hd;
+    expect_work(dz[5], fz5);
+    EXPECT_NEAR(memory(r, "sekv", p).hbm_per_seq, (F + no + m) * KVt + m * L * hq * dp * bkv + Zo * R, 1e-6);
+  }
+  // A tight budget (budget_ratio 0.25): room = 250 - 190 - 26 - 13 (the summaries) = 21. The summaries
+  // bind: without them room would be 34, one whole span.
+  std::map<std::string, double> tight = p;
+  tight["budget_ratio"] = 0.25;
+  // Override (zoom_rate 0.05): 0.05 C_m = 40.5 > 21, so the budget caps the reconstructed tokens: Z = 21.
+  const PhaseList dt = decode(r, "sekv", tight);
+  expect_work(dt[2], {0, L * B * hkv * 21.0 / 32 * sb, L * B * hkv * 21.0 / 32 * sb, L * B * hkv * 21.0 / 32 * sb, 0, 0, L});
+  expect_work(dt[4], {4 * L * B * hkv * 21 * rk * hd, L * B * hkv * (21.0 / 32 * sb + 2 * 21 * kr), 0, 0, 0, 0, L});
+  EXPECT_NEAR(memory(r, "sekv", tight).hbm_per_seq, (F + no + m) * KVt + m * L * hq * dp * bkv + 21 * R, 1e-6);
+  notes.clear();
+  find_policy("sekv")->notes(r.dep, Rig::params(*find_policy("sekv"), tight), np_, no, notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("zoom_rate 0.05 asks for 40"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("leaves room for 21"), std::string::npos) << notes[0];
+  // Fill the budget (default): floor(21/32) = 0 spans fit, so nothing is zoomed (Z = 0): no fetch, no
+  // reconstruction, stage 2 over no token (only its q/o bytes and the merge), and a "no room" note.
+  tight.erase("zoom_rate");
+  const PhaseList df = decode(r, "sekv", tight);
+  ASSERT_EQ(names(df), names(d));
+  expect_work(df[1], {4 * L * B * hq * m, L * B * hq * 8 * m, 0, 0, 0, 0, L});
+  expect_work(df[2], {0, 0, 0, 0, 0, 0, L});
+  expect_work(df[3], coarse);
+  expect_work(df[4], {0, 0, 0, 0, 0, 0, L});
+  Expect f0 = attn(0, false);
+  f0.flops += 4 * L * B * hq * hd;
+  expect_work(df[5], f0);
+  expect_memory(memory(r, "sekv", tight), {(F + no + m) * KVt + m * L * hq * dp * bkv, np_ * R + L * hq * dp * hd * ba,
+                                           m * L * hkv * sb, 0, (F + no + m) * KVt, m * L * hkv * sb});
+  notes.clear();
+  find_policy("sekv")->notes(r.dep, Rig::params(*find_policy("sekv"), tight), np_, no, notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].rfind("no room to zoom", 0), 0u) << notes[0];
+  EXPECT_NE(notes[0].find("leaves 21 token-equivalents"), std::string::npos) << notes[0];
+  // tp = 2: each GPU holds V/tp = 500 of the vocabulary for the surprisal rows.
+  Rig r2(2);
+  const PhaseList p2 = prefill(r2, "sekv", p);
+  ASSERT_EQ(p2.size(), 5u);
+  expect_work(p2[3], {2 * rows * h * 500, k * h * 500 * bw + rows * (h + 500) * ba, 0, 0, 0, 0, k});
+  expect_work(p2[4], {4 * rows * 500, rows * (500 * ba + 8), 0, 0, 0, 0, k});
 }
 
 // docs/cost-model.md § ctkvr (seed 004: §3.1.1 Algorithm 1 qcIVF, footnote 5 int32 index, §3.2 and
