@@ -178,8 +178,7 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
     if (r.context_tokens != last_ctx) {
       last_ctx = r.context_tokens;
       o << "\ncontext " << r.context_tokens << " + " << r.output_tokens << " output tokens, TP " << w.tensor_parallel
-        << " (tok/s per GPU; xput/full at each policy's own batch, and on an \"at full KV's batch\" line where"
-        << " that batch differs)\n";
+        << " (xput/full: each at its own batch; \"at full KV's batch\" lines: at equal batch)\n";
       char head[200];
       std::snprintf(head, sizeof head, "  %-12s %6s %6s %9s %10s %11s %8s %8s %8s %8s  %s\n", "policy", "batch", "max",
                     "TPOT ms", "TTFT ms", "tok/s/GPU", "xput/full", "KV/full", "HBM GiB", "KV GiB", "bound");
