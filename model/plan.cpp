@@ -67,6 +67,8 @@ MemoryReport plan_memory(const DesignPoint& p, std::string* reason) {
   r.workspace_bytes = ws_fixed + b * workspace_per_seq(d);
   r.kv_hbm_bytes = b * need.kv_hbm_per_seq;
   r.kv_dram_bytes = b * need.kv_dram_per_seq;
+  r.index_hbm_bytes = b * need.index_hbm_per_seq;
+  r.index_hbm_bytes_per_seq_layer = d.model->layers > 0 ? need.index_hbm_per_seq / double(d.model->layers) : 0;
   r.hbm_bytes = r.weight_bytes + ws_fixed + need.hbm_fixed + b * hbm_per_seq;
   r.dram_bytes = need.dram_fixed + b * need.dram_per_seq;
   if (reason) {
@@ -183,6 +185,36 @@ void compare_to_full(std::vector<PlanResult>& results, const std::vector<PlanRes
   }
 }
 
+void compare_at_full_batch(std::vector<PlanResult>& results, const std::vector<PlanResult>& full,
+                           const Deployment& d) {
+  for (PlanResult& r : results) {
+    r.has_at_full_batch = false;
+    r.at_full_batch = {};
+    if (!r.feasible) continue;
+    for (const PlanResult& f : full) {
+      if (f.context_tokens != r.context_tokens || !f.feasible) continue;
+      PlanResult::AtBatch a;
+      a.batch = f.batch;
+      if (f.batch == r.batch) {
+        a.feasible = true;
+        a.tpot_s = r.tpot_s;
+        a.throughput_tok_s = r.throughput_tok_s;
+      } else {
+        DesignPoint p{&d, r.policy, &r.params, r.context_tokens, r.output_tokens, f.batch};
+        const PlanResult e = evaluate(p);
+        a.feasible = e.feasible;
+        a.reason = e.reason;
+        a.tpot_s = e.tpot_s;
+        a.throughput_tok_s = e.throughput_tok_s;
+      }
+      // Equal batch and tp: (B / T / tp) / (B / T_full / tp) = T_full / T.
+      if (a.feasible) a.throughput_vs_full = f.tpot_s / a.tpot_s;
+      r.at_full_batch = a;
+      r.has_at_full_batch = true;
+    }
+  }
+}
+
 std::vector<std::string> PlanResult::extrapolated_phases() const {
   std::vector<std::string> names;
   for (const auto* list : {&prefill, &decode})
@@ -206,6 +238,7 @@ std::vector<PlanResult> plan_scenario(const Scenario& s, const Deployment& d, co
     reference.push_back(evaluate(ref));
   }
   compare_to_full(results, reference);
+  compare_at_full_batch(results, reference, d);
   if (s.calibration.calibrated) {
     // The roofline bound (the library's roofline.yaml: every efficiency 1.0) at the estimate's batch.
     const Calibration roof =

@@ -30,6 +30,9 @@ struct PhaseResult {
 struct MemoryReport {
   double hbm_bytes = 0, dram_bytes = 0;          // used at peak, per GPU / per host share
   double kv_hbm_bytes = 0, kv_dram_bytes = 0;
+  // The policy's index or summaries in HBM (MemoryDemand::index_hbm_per_seq; part of hbm_bytes): at
+  // the batch, all layers; and one sequence's in one layer (the figure CTKVR's footnote 5 gives).
+  double index_hbm_bytes = 0, index_hbm_bytes_per_seq_layer = 0;
   double weight_bytes = 0, workspace_bytes = 0;
   double hbm_usable = 0, dram_usable = 0;
   int64_t max_batch = 0;
@@ -53,6 +56,17 @@ struct PlanResult {
   // Against full KV at the same context and batch setting (set by compare_to_full; 0 = no feasible
   // reference): throughput ratio, TPOT ratio (full / this), HBM KV per sequence ratio (this / full).
   double speedup_vs_full = 0, tpot_speedup_vs_full = 0, kv_hbm_vs_full = 0;
+  // The same policy at full KV's batch (same context): the seeds compare at equal batch. Set by
+  // compare_at_full_batch when this result and full KV's are feasible; `feasible` false (with the
+  // reason) when that batch does not fit this policy. throughput_vs_full = full's TPOT / tpot_s here.
+  struct AtBatch {
+    int64_t batch = 0;
+    bool feasible = false;
+    std::string reason;
+    double tpot_s = 0, throughput_tok_s = 0, throughput_vs_full = 0;
+  };
+  bool has_at_full_batch = false;
+  AtBatch at_full_batch;
   // The roofline bound at the same batch (every efficiency 1.0), next to the calibrated estimate above;
   // set by plan_scenario when the calibration in force is not the roofline itself.
   bool has_bound = false;
@@ -69,9 +83,15 @@ PlanResult evaluate(const DesignPoint& p);
 // Fills the *_vs_full fields of each result from the full-KV result of the same context in `full`.
 void compare_to_full(std::vector<PlanResult>& results, const std::vector<PlanResult>& full);
 
+// Fills at_full_batch of each feasible result: the result's design point (policy, parameters, context,
+// output) evaluated at the batch of the feasible full-KV result of the same context in `full`, on `d`.
+void compare_at_full_batch(std::vector<PlanResult>& results, const std::vector<PlanResult>& full,
+                           const Deployment& d);
+
 struct Scenario;
 // What `kvsim plan` answers: every (context, policy) of the scenario on deployment `d`, contexts outer,
-// each compared with `full_kv` at the same context and batch setting (compare_to_full).
+// each compared with `full_kv` at the same context and batch setting (compare_to_full) and at full
+// KV's batch (compare_at_full_batch).
 std::vector<PlanResult> plan_scenario(const Scenario& s, const Deployment& d, const Policy& full_kv);
 
 // One decode step: its time (seconds; simulated when the policy's phases use more than the GPU's main

@@ -37,6 +37,9 @@ struct MemoryDemand {
   double hbm_per_seq = 0, hbm_fixed = 0;
   double dram_per_seq = 0, dram_fixed = 0;
   double kv_hbm_per_seq = 0, kv_dram_per_seq = 0;  // the KV part of the above, reported separately
+  // The part of hbm_per_seq that is the policy's index or summaries (e.g. CTKVR's qcIVF and centroid
+  // queries), over all layers; the plan reports it in total and per layer (MemoryReport).
+  double index_hbm_per_seq = 0;
 };
 
 // Parameter values in the order of Policy::params() (policies/<name>/params.hpp declares that order

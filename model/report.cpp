@@ -29,6 +29,31 @@ std::string params_text(const PlanResult& r) {
   return out;
 }
 
+// Under a policy's row: its throughput at full KV's batch when that differs from its own (the seeds
+// compare at equal batch), with the tensor-parallel degree the comparison holds at.
+void at_full_batch_line(std::ostream& o, const PlanResult& r, int tp) {
+  if (!r.has_at_full_batch || r.at_full_batch.batch == r.batch) return;
+  const PlanResult::AtBatch& a = r.at_full_batch;
+  o << "    at full KV's batch " << a.batch << " (TP " << tp << "): ";
+  if (!a.feasible) {
+    o << "infeasible: " << a.reason << "\n";
+    return;
+  }
+  o << "TPOT " << fmt("%.3f", a.tpot_s * 1e3) << " ms, " << fmt("%.1f", a.throughput_tok_s) << " tok/s/GPU, "
+    << fmt("%.2fx", a.throughput_vs_full) << " full's throughput (at its own batch " << r.batch << ": "
+    << (r.speedup_vs_full > 0 ? fmt("%.2fx", r.speedup_vs_full) : std::string("-")) << ")\n";
+}
+
+// Under a policy's row: its index or summaries in HBM (MemoryReport::index_hbm_bytes), per sequence and
+// layer and in total at the batch.
+void index_line(std::ostream& o, const PlanResult& r) {
+  const MemoryReport& m = r.memory;
+  if (m.index_hbm_bytes_per_seq_layer <= 0) return;
+  o << "    index in HBM: " << fmt("%.2f", m.index_hbm_bytes_per_seq_layer / (1024.0 * 1024.0)) << " MiB per sequence per layer";
+  if (r.batch > 0) o << ", " << fmt("%.2f", m.index_hbm_bytes / kGiB) << " GiB at batch " << r.batch << " over all layers";
+  o << "\n";
+}
+
 }  // namespace
 
 std::string csv_field(const std::string& s) {
@@ -78,9 +103,24 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
     e["vs_full"] = {{"throughput", ratio(r.speedup_vs_full)},
                     {"tpot_speedup", ratio(r.tpot_speedup_vs_full)},
                     {"kv_hbm_per_seq", ratio(r.kv_hbm_vs_full)}};
+    // The same policy at full KV's batch (equal batch, as the seeds compare); null when there is no
+    // feasible full-KV reference at this context or this result is infeasible.
+    if (r.has_at_full_batch) {
+      const auto& a = r.at_full_batch;
+      e["at_full_batch"] = {{"batch", a.batch},
+                            {"feasible", a.feasible},
+                            {"reason", a.feasible ? json(nullptr) : json(a.reason)},
+                            {"tpot_ms", a.feasible ? json(a.tpot_s * 1e3) : json(nullptr)},
+                            {"throughput_tok_s", a.feasible ? json(a.throughput_tok_s) : json(nullptr)},
+                            {"throughput_vs_full", a.feasible ? json(a.throughput_vs_full) : json(nullptr)}};
+    } else {
+      e["at_full_batch"] = nullptr;
+    }
     const MemoryReport& m = r.memory;
     e["memory"] = {{"hbm_bytes", m.hbm_bytes},         {"dram_bytes", m.dram_bytes},
                    {"kv_hbm_bytes", m.kv_hbm_bytes},   {"kv_dram_bytes", m.kv_dram_bytes},
+                   {"index_hbm_bytes", m.index_hbm_bytes},
+                   {"index_hbm_bytes_per_seq_layer", m.index_hbm_bytes_per_seq_layer},
                    {"weight_bytes", m.weight_bytes},   {"workspace_bytes", m.workspace_bytes},
                    {"hbm_usable_bytes", m.hbm_usable}, {"dram_usable_bytes", m.dram_usable},
                    {"max_batch", m.max_batch}};
@@ -137,7 +177,8 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
   for (const PlanResult& r : results) {
     if (r.context_tokens != last_ctx) {
       last_ctx = r.context_tokens;
-      o << "\ncontext " << r.context_tokens << " + " << r.output_tokens << " output tokens\n";
+      o << "\ncontext " << r.context_tokens << " + " << r.output_tokens << " output tokens, TP " << w.tensor_parallel
+        << " (xput/full: each at its own batch; \"at full KV's batch\" lines: at equal batch)\n";
       char head[200];
       std::snprintf(head, sizeof head, "  %-12s %6s %6s %9s %10s %11s %8s %8s %8s %8s  %s\n", "policy", "batch", "max",
                     "TPOT ms", "TTFT ms", "tok/s/GPU", "xput/full", "KV/full", "HBM GiB", "KV GiB", "bound");
@@ -148,6 +189,7 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
       std::snprintf(row, sizeof row, "  %-12s %6s %6lld  infeasible: ", std::string(r.policy->name()).c_str(), "-",
                     (long long)r.memory.max_batch);
       o << row << r.reason << "\n";
+      index_line(o, r);
       for (const auto& n : r.notes) o << "    note: " << n << "\n";
       continue;
     }
@@ -158,6 +200,8 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
                   ratio(r.kv_hbm_vs_full, "%.3f").c_str(), r.memory.hbm_bytes / kGiB,
                   (r.memory.kv_hbm_bytes + r.memory.kv_dram_bytes) / kGiB, std::string(to_string(r.dominant)).c_str());
     o << row;
+    at_full_batch_line(o, r, w.tensor_parallel);
+    index_line(o, r);
     // Phase breakdown of the decode step, largest first.
     std::vector<const PhaseResult*> ph;
     for (const auto& p : r.decode) ph.push_back(&p);
@@ -187,11 +231,13 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
   return o.str();
 }
 
-std::string plan_csv(const Scenario&, const std::vector<PlanResult>& results) {
+std::string plan_csv(const Scenario& s, const std::vector<PlanResult>& results) {
   std::ostringstream o;
   o << "policy,params,context_tokens,output_tokens,batch,feasible,reason,tpot_ms,ttft_ms,throughput_tok_s,"
        "dominant_bound,hbm_bytes,dram_bytes,kv_hbm_bytes,kv_dram_bytes,max_batch,throughput_vs_full,kv_hbm_per_seq_vs_full,"
-       "bound_tpot_ms,bound_ttft_ms,bound_throughput_tok_s,extrapolated_phases\n";
+       "bound_tpot_ms,bound_ttft_ms,bound_throughput_tok_s,extrapolated_phases,tensor_parallel,index_hbm_bytes,"
+       "index_hbm_bytes_per_seq_layer,at_full_batch,at_full_batch_tpot_ms,at_full_batch_throughput_tok_s,"
+       "at_full_batch_throughput_vs_full\n";
   char buf[64];
   auto num = [&](double v) {
     std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -209,7 +255,12 @@ std::string plan_csv(const Scenario&, const std::vector<PlanResult>& results) {
       << "," << (r.has_bound ? num(r.bound_throughput_tok_s) : "") << ",";
     std::string ex;
     for (const auto& n : r.extrapolated_phases()) ex += (ex.empty() ? "" : ";") + n;
-    o << csv_field(ex) << "\n";
+    const PlanResult::AtBatch& a = r.at_full_batch;
+    const bool at = r.has_at_full_batch && a.feasible;
+    o << csv_field(ex) << "," << s.workload.tensor_parallel << "," << num(r.memory.index_hbm_bytes) << ","
+      << num(r.memory.index_hbm_bytes_per_seq_layer) << "," << (r.has_at_full_batch ? std::to_string(a.batch) : "")
+      << "," << (at ? num(a.tpot_s * 1e3) : "") << "," << (at ? num(a.throughput_tok_s) : "") << ","
+      << (at ? num(a.throughput_vs_full) : "") << "\n";
   }
   return o.str();
 }

@@ -51,6 +51,49 @@ TEST(Cli, CsvHasAHeaderAndOneRowPerResult) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3);
 }
 
+// Issue 18: next to each policy at its own max batch, the same policy at full KV's batch (the seeds
+// compare at equal batch), and the tensor-parallel degree in the headline of every comparison.
+TEST(Cli, PlanComparesAtFullKvBatchAndStatesTp) {
+  const std::string path = test::write_temp("tp2.yaml",
+                                            "hardware: h100-sxm\nmodel: llama-3.1-8b\nworkload:\n"
+                                            "  context_tokens: 131072\n  output_tokens: 1024\n  batch: max\n"
+                                            "  tensor_parallel: 2\npolicies: [full, ctkvr]\n");
+  const auto t = test::run_kvsim("plan " + path);
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find(", TP 2, weights"), std::string::npos) << t.out;                     // first line
+  EXPECT_NE(t.out.find("context 131072 + 1024 output tokens, TP 2 ("), std::string::npos) << t.out;  // per context
+  EXPECT_NE(t.out.find("at full KV's batch "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find(" (TP 2): TPOT "), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("MiB per sequence per layer"), std::string::npos) << t.out;
+  const auto r = test::run_kvsim("plan " + path + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  const auto& full = j["results"][0];
+  const auto& ct = j["results"][1];
+  ASSERT_EQ(ct["policy"], "ctkvr");
+  ASSERT_GT(ct["batch"].get<int>(), full["batch"].get<int>());
+  const auto& a = ct["at_full_batch"];
+  EXPECT_EQ(a["batch"], full["batch"]);
+  ASSERT_TRUE(a["feasible"].get<bool>());
+  EXPECT_NEAR(a["throughput_vs_full"].get<double>(), full["tpot_ms"].get<double>() / a["tpot_ms"].get<double>(), 1e-9);
+  EXPECT_NEAR(a["throughput_tok_s"].get<double>(), a["batch"].get<double>() / (a["tpot_ms"].get<double>() / 1e3) / 2, 1e-6);
+  EXPECT_GT(std::abs(ct["vs_full"]["throughput"].get<double>() / a["throughput_vs_full"].get<double>() - 1), 0.1);
+  EXPECT_EQ(full["at_full_batch"]["throughput_vs_full"].get<double>(), 1.0);
+  // The qcIVF in HBM, per GPU: with tp 2 each GPU holds 4 of the 8 KV heads and 16 of the 32 query heads,
+  // C = 2048: 4·2048·2560·4 + 16·2048·128·2 bytes per sequence and layer.
+  EXPECT_EQ(ct["memory"]["index_hbm_bytes_per_seq_layer"].get<double>(), 4.0 * 2048 * 2560 * 4 + 16.0 * 2048 * 128 * 2);
+  EXPECT_EQ(ct["memory"]["index_hbm_bytes"].get<double>(),
+            ct["batch"].get<double>() * 32 * ct["memory"]["index_hbm_bytes_per_seq_layer"].get<double>());
+  EXPECT_EQ(full["memory"]["index_hbm_bytes"].get<double>(), 0.0);
+  const auto c = test::run_kvsim("plan " + path + " --format csv");
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_NE(c.out.find(",tensor_parallel,index_hbm_bytes,index_hbm_bytes_per_seq_layer,at_full_batch,"
+                       "at_full_batch_tpot_ms,at_full_batch_throughput_tok_s,at_full_batch_throughput_vs_full\n"),
+            std::string::npos)
+      << c.out;
+}
+
 TEST(Cli, OverridesAndInfeasibleBatch) {
   const auto r = test::run_kvsim("plan --model llama-3.2-3b --hardware a6000 --policy full --context 8192,65536 --batch 100 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.out;

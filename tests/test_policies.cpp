@@ -345,6 +345,109 @@ TEST(Policies, CtkvrIndexIsHkvTimesCTimesRhoInt32PerLayer) {
   EXPECT_NEAR(4 * C * 2560 * 4 / 1e6, 20.97, 0.01);
 }
 
+// §4.1.1: "CTKVR is configured with C = min(2048, dataset length / 16)": the default (centroids = 0).
+// By hand, llama-3.1-8b (L 32, hq 32, hkv 8, d 128, bf16 activations), rho = 2560:
+//   n = 16384  (< 2048·16): C = 16384/16 = 1024; per sequence and layer the qcIVF is
+//     8·1024·2560·4 = 83,886,080 B (80 MiB) and the centroid queries 32·1024·128·2 = 8,388,608 B (8 MiB).
+//   n = 131072 (> 2048·16): C = min(2048, 8192) = 2048: 167,772,160 + 16,777,216 = 184,549,376 B (176 MiB).
+TEST(Policies, CtkvrDefaultCentroidsFollowSection411) {
+  Rig r;
+  const Policy& ct = r.pol("ctkvr");
+  ASSERT_EQ(ct.param_index("centroids"), 0);
+  EXPECT_EQ(ct.defaults()[0], 0.0);  // 0 = auto
+  ASSERT_EQ(r.model.layers, 32);
+  ASSERT_EQ(r.model.kv_heads, 8);
+  ASSERT_EQ(r.dep.hq, 32);
+  ASSERT_EQ(r.dep.ba, 2);
+  const double per_layer_16k = 8.0 * 1024 * 2560 * 4 + 32.0 * 1024 * 128 * 2;
+  const double per_layer_128k = 8.0 * 2048 * 2560 * 4 + 32.0 * 2048 * 128 * 2;
+  EXPECT_EQ(per_layer_16k, 92274688.0);
+  EXPECT_EQ(per_layer_128k, 184549376.0);
+  const ParamValues def = ct.defaults();
+  EXPECT_DOUBLE_EQ(ct.memory(r.dep, def, 16384, 0).index_hbm_per_seq, 32 * per_layer_16k);
+  EXPECT_DOUBLE_EQ(ct.memory(r.dep, def, 131072, 0).index_hbm_per_seq, 32 * per_layer_128k);
+  // An explicit C overrides the rule: 1024 at 131072 is the 16K figure.
+  EXPECT_DOUBLE_EQ(ct.memory(r.dep, r.params("ctkvr", {{"centroids", 1024}}), 131072, 0).index_hbm_per_seq,
+                   32 * per_layer_16k);
+  // The index is part of the HBM per sequence: the KV kept on the GPU plus the index.
+  const MemoryDemand m = ct.memory(r.dep, def, 131072, 1024);
+  EXPECT_DOUBLE_EQ(m.hbm_per_seq, m.kv_hbm_per_seq + m.index_hbm_per_seq);
+  // The decode step's centroid_recall scores C centroids per query head: 2048 at 131072, 1024 at 16384.
+  auto recall_flops = [&](double prompt) {
+    const StepResult st = decode_step(r.dep, ct, def, StepShape{1, prompt, 0});
+    for (const auto& p : st.phases)
+      if (p.phase.name == "centroid_recall") return p.phase.work.flops;
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(recall_flops(131072) / recall_flops(16384), 2.0);
+  // Prefill: qcivf_topk selects rho of n for each of hkv·C rows: the C there follows the rule too.
+  PhaseList pre;
+  ct.prefill(r.dep, def, 16384, pre);
+  for (const auto& p : pre)
+    if (p.name == "qcivf_topk") EXPECT_DOUBLE_EQ(p.work.hbm_bytes, 32.0 * 8 * 1024 * (8 * 16384 + 4 * 2560));
+  // The plan reports it: per sequence and layer, and at the batch over all layers.
+  const PlanResult pr = r.plan("ctkvr", 131072, 2);
+  ASSERT_TRUE(pr.feasible) << pr.reason;
+  EXPECT_DOUBLE_EQ(pr.memory.index_hbm_bytes_per_seq_layer, per_layer_128k);
+  EXPECT_DOUBLE_EQ(pr.memory.index_hbm_bytes, 2 * 32 * per_layer_128k);
+  // A policy with no index reports none.
+  EXPECT_EQ(r.plan("full", 16384, 1).memory.index_hbm_bytes, 0.0);
+}
+
+// The seeds compare at equal batch (CTKVR §4.2, Fig. 7). Llama-3.1-8B on an H100 at 131072 + 1024:
+// full KV fits fewer sequences than ctkvr (which keeps only init + local in HBM), so ctkvr at full KV's
+// batch is a different point from ctkvr at its own max batch. At equal batch B and tensor parallelism
+// tp the throughput ratio is (B / T_ctkvr / tp) / (B / T_full / tp) = T_full / T_ctkvr.
+TEST(Policies, ThroughputAtFullKvBatchIsTheTpotRatio) {
+  Rig r;
+  const PlanResult full = r.plan("full", 131072, 0), own = r.plan("ctkvr", 131072, 0);
+  ASSERT_TRUE(full.feasible && own.feasible) << full.reason << own.reason;
+  ASSERT_GT(own.batch, full.batch);
+  std::vector<PlanResult> res{own, full};
+  const std::vector<PlanResult> ref{full};
+  compare_to_full(res, ref);
+  compare_at_full_batch(res, ref, r.dep);
+  ASSERT_TRUE(res[0].has_at_full_batch);
+  const PlanResult::AtBatch& a = res[0].at_full_batch;
+  EXPECT_EQ(a.batch, full.batch);
+  ASSERT_TRUE(a.feasible) << a.reason;
+  // The same point planned directly at that batch.
+  const PlanResult eq = r.plan("ctkvr", 131072, full.batch);
+  ASSERT_TRUE(eq.feasible);
+  EXPECT_DOUBLE_EQ(a.tpot_s, eq.tpot_s);
+  EXPECT_DOUBLE_EQ(a.throughput_tok_s, double(full.batch) / eq.tpot_s / r.dep.tp);
+  // By hand from the two TPOTs.
+  EXPECT_NEAR(a.throughput_vs_full, full.tpot_s / eq.tpot_s, 1e-12);
+  EXPECT_NEAR(a.throughput_vs_full, a.throughput_tok_s / full.throughput_tok_s, 1e-12);
+  // ...and not the ratio at each policy's own max batch, which also counts the larger batch.
+  const double own_ratio = (double(own.batch) / own.tpot_s) / (double(full.batch) / full.tpot_s);
+  EXPECT_NEAR(res[0].speedup_vs_full, own_ratio, 1e-12);
+  EXPECT_GT(std::abs(res[0].speedup_vs_full / a.throughput_vs_full - 1), 0.05)
+      << res[0].speedup_vs_full << " vs " << a.throughput_vs_full;
+  // Full KV against itself: the same batch, ratio 1.
+  ASSERT_TRUE(res[1].has_at_full_batch);
+  EXPECT_EQ(res[1].at_full_batch.batch, full.batch);
+  EXPECT_DOUBLE_EQ(res[1].at_full_batch.throughput_vs_full, 1.0);
+}
+
+// Where full KV's batch does not fit the policy, the equal-batch point is infeasible, with the reason.
+// At 8192 + 1024 ctkvr keeps 6528 tokens in HBM (0.80 GiB) plus a C = 512 index (1.38 GiB) per sequence,
+// more than full KV's 1.125 GiB per sequence, so full KV's max batch is above ctkvr's.
+TEST(Policies, AtFullKvBatchInfeasibleWhenThatBatchDoesNotFit) {
+  Rig r;
+  const PlanResult full = r.plan("full", 8192, 0), own = r.plan("ctkvr", 8192, 0);
+  ASSERT_TRUE(full.feasible && own.feasible);
+  ASSERT_LT(own.batch, full.batch);
+  std::vector<PlanResult> res{own};
+  compare_at_full_batch(res, {full}, r.dep);
+  ASSERT_TRUE(res[0].has_at_full_batch);
+  EXPECT_FALSE(res[0].at_full_batch.feasible);
+  EXPECT_NE(res[0].at_full_batch.reason.find("the largest batch that fits is " + std::to_string(own.batch)),
+            std::string::npos)
+      << res[0].at_full_batch.reason;
+  EXPECT_EQ(res[0].at_full_batch.throughput_vs_full, 0.0);
+}
+
 TEST(Policies, SekvCpuStorePerSpan) {
   Rig r;
   const double L = r.model.layers, hkv = r.model.kv_heads, d = r.model.head_dim, b = 2;

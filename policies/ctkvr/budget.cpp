@@ -20,6 +20,8 @@ bool set_budget(ParamValues& v, int64_t prompt, int64_t budget) {
   p.local_tokens = local;
   p.budget_tokens = rho_prime;
   p.per_centroid = std::ceil(2.5 * rho_prime);  // rho = 2.5 rho' (§4.1.1)
+  // C is left as it is: by default (centroids = 0) the cost model and the selector both take §4.1.1's
+  // C = min(2048, prompt/16) for this prompt (centroid_count, params.hpp), so C does not move with B.
   v = param_table().values(p);
   return true;
 }

@@ -1,5 +1,6 @@
 // ctkvr (seed 004, CTKVR: centroid-then-token KV retrieval).
-// Prefill (§3.1.1, Algorithm 1): the last C prompt queries are the centroids; each attends to every
+// Prefill (§3.1.1, Algorithm 1): the last C prompt queries are the centroids (C = min(2048, n/16) by
+// default, §4.1.1: centroid_count in params.hpp); each attends to every
 // key; per KV head (max over its query group) the top rho keys per centroid form the inverted file
 // qcIVF[B, Hkv, C, rho] (int32, footnote 5). All KV except init_tokens + local_tokens is offloaded to
 // CPU DRAM (§3.2, Fig. 4).
@@ -38,10 +39,11 @@ class CtkvrPolicy final : public Policy {
     MemoryDemand m;
     const double n = prompt + output;
     m.kv_hbm_per_seq = gpu_tokens(p, n) * d.kv_bytes_per_token();
-    const double C = std::min(p.centroids, prompt);
+    const double C = centroid_count(p, prompt);
     const double index = s.L * s.hkv * C * p.per_centroid * 4;     // qcIVF, int32 (footnote 5)
     const double centroids = s.L * s.hq * C * s.hd * d.ba;  // the centroid queries
-    m.hbm_per_seq = m.kv_hbm_per_seq + index + centroids;
+    m.index_hbm_per_seq = index + centroids;  // reported per layer in the plan (MemoryReport)
+    m.hbm_per_seq = m.kv_hbm_per_seq + m.index_hbm_per_seq;
     m.kv_dram_per_seq = std::max(0.0, n - gpu_tokens(p, n)) * d.kv_bytes_per_token();
     m.dram_per_seq = m.kv_dram_per_seq;
     m.hbm_fixed = blocks::prompt_layer_kv(d, prompt);
@@ -50,7 +52,7 @@ class CtkvrPolicy final : public Policy {
   void prefill(const Deployment& d, const ParamValues& values, double prompt, PhaseList& out) const override {
     const Params p = param_table().read(values);
     const auto s = blocks::shape(d);
-    const double C = std::min(p.centroids, prompt);
+    const double C = centroid_count(p, prompt);
     // Centroid attention over all keys (softmax, max over the group), then top-rho per centroid.
     // Unlike the observation-window policies the scores are not summed over the window: each centroid's
     // row (max over the group) is written for qcivf_topk to select from, hkv * C * n fp32 per layer.
@@ -66,7 +68,7 @@ class CtkvrPolicy final : public Policy {
     const auto s = blocks::shape(d);
     const double B = st.batch, n = st.context();
     const double offloaded = std::max(0.0, n - gpu_tokens(p, n));
-    const double C = std::min(p.centroids, st.prompt), Lr = recall(p, offloaded);
+    const double C = centroid_count(p, st.prompt), Lr = recall(p, offloaded);
     const double chosen = std::min(p.budget_tokens, Lr);
     // 0: cosine similarity of q to the centroids (each query head its own centroids).
     out.push_back(blocks::score(d, "centroid_recall", B, s.hq, s.hq, C, s.hd, d.ba, s.L));

@@ -2,6 +2,9 @@
 // section) and the typed struct the cost model (cost.cpp), the trace selector (selector.cpp) and the
 // budget mapping read them through (model/param_table.hpp). The row order is the order of ParamValues.
 #pragma once
+#include <algorithm>
+#include <cmath>
+
 #include "model/param_table.hpp"
 
 namespace kvsim::policies::ctkvr {
@@ -12,7 +15,7 @@ struct Params {
 
 inline const ParamTable<Params>& param_table() {
   static const ParamTable<Params> table{"ctkvr", {
-      {&Params::centroids, {"centroids", 1024, Range::between(1, 1e6), true, "C: last prompt queries kept as centroids (App. C.2 default C = 1024)"}},
+      {&Params::centroids, {"centroids", 0, Range::between(0, 1e6), true, "C: last prompt queries kept as centroids; 0 = auto, the paper's C = min(2048, n/16) for an n-token prompt (§4.1.1)"}},
       {&Params::probes, {"probes", 4, Range::between(1, 1e6), true, "C': centroids probed per KV head per step (§4.1.1: C' = 4)"}},
       {&Params::per_centroid, {"per_centroid", 2560, Range::between(1, 1e8), true, "rho: key ids per centroid per KV head (§4.1.1: rho = 2.5 rho' = 2560)"}},
       {&Params::budget_tokens, {"budget_tokens", 1024, Range::between(1, 1e8), true, "rho': tokens reranked into the CPU attention (§4.1.1: 1024 or 512)"}},
@@ -22,6 +25,15 @@ inline const ParamTable<Params>& param_table() {
       {&Params::rerank_on, {"rerank_on", 0, Range::between(0, 1), true, "where the rerank and sparse attention run: cpu (the paper) or gpu (recalled keys copied to the GPU)", {"cpu", "gpu"}}},
   }};
   return table;
+}
+
+// §4.1.1: "CTKVR is configured with C = min(2048, dataset length / 16)". The number of centroids for
+// an n-token prompt: `centroids` when set, else (0, the default) that rule, floor(n/16) tokens and at
+// least 1; never more than the prompt's n queries (Algorithm 1 line 1 takes the last C of them). The
+// cost model (cost.cpp) and the trace selector (selector.cpp) both read C through this function.
+inline double centroid_count(const Params& p, double prompt) {
+  const double c = p.centroids > 0 ? p.centroids : std::max(1.0, std::min(2048.0, std::floor(prompt / 16.0)));
+  return std::max(0.0, std::min(c, prompt));
 }
 
 }  // namespace kvsim::policies::ctkvr

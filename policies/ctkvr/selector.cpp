@@ -35,12 +35,13 @@ void CtkvrSelector::prefill(const TraceData& tr) {
   init_ = std::max<int64_t>(0, as_int(p_.init_tokens));
   local_ = std::max<int64_t>(0, as_int(p_.local_tokens));
   rho_prime_ = int(std::max<int64_t>(1, as_int(p_.budget_tokens)));
-  // Algorithm 1 line 1: the last C query vectors of the prompt. A trace stores only some prompt query
-  // rows (the question window), so C is capped by what is there.
+  // Algorithm 1 line 1: the last C query vectors of the prompt, C = centroid_count (params.hpp: the
+  // parameter, or by default §4.1.1's min(2048, P/16) for this P-token prompt). A trace stores only
+  // some prompt query rows (the question window), so C is capped by what is there.
   std::vector<int64_t> prompt_rows;
   for (int64_t s = 0; s < tr.S; ++s)
     if (tr.position(s) < P_) prompt_rows.push_back(s);
-  C_ = int(std::min<int64_t>(std::max<int64_t>(1, as_int(p_.centroids)), int64_t(prompt_rows.size())));
+  C_ = int(std::min<int64_t>(std::max<int64_t>(1, as_int(centroid_count(p_, double(P_)))), int64_t(prompt_rows.size())));
   cprime_ = int(std::min<int64_t>(std::max<int64_t>(1, as_int(p_.probes)), C_));
   rho_ = int(std::min<int64_t>(std::max<int64_t>(1, as_int(p_.per_centroid)), P_));
   const float scale = 1.f / std::sqrt(float(d_));
@@ -183,7 +184,7 @@ std::map<std::string, Statistic> CtkvrSelector::statistics() const {
     st["cpu_tokens"] = {chosen_sum_ / double(obs_), obs_, "tokens chosen by the rerank (<= rho')"};
     st["gpu_tokens"] = {gpu_sum_ / double(obs_), obs_, "init + local tokens attended on the GPU"};
   }
-  st["centroids_effective"] = {double(C_), 1, "C_e = min(C, prompt query rows in the trace)"};
+  st["centroids_effective"] = {double(C_), 1, "C_e = min(C, prompt query rows in the trace); C = min(2048, P/16) unless set (§4.1.1)"};
   if (cos_obs_ > 0)
     st["adjacent_query_cosine"] = {cos_sum_ / double(cos_obs_), cos_obs_,
                                    "cosine of each query head's query with its previous position's (Obs. 1)"};
