@@ -144,6 +144,69 @@ TEST(PublishedFit, AGpuWithoutItsOwnPointsBorrowsFromItsArchitectureAndSaysSo) {
   }
 }
 
+validate::PublishedPoint gemm_point(const std::string& id, const std::string& gpu, double m, double nk, double time_s) {
+  validate::PublishedPoint p;
+  p.id = id;
+  p.gpu = gpu;
+  p.family = "gemm";
+  p.m = m;
+  p.n = p.k = nk;
+  p.dtype = "fp16";
+  p.time_s = time_s;
+  p.source = "test";
+  return p;
+}
+
+TEST(PublishedFit, AGemmBelowTheRidgeIsBandwidthBoundAndAboveItComputeBound) {
+  // h100-sxm: 989.4 TFLOP/s fp16 over 3.35 TB/s, a ridge near 295 FLOP/B. m = 16 tokens on a square
+  // weight is ~16 FLOP/B (the HBM ceiling); a 4096-cube is ~1365 FLOP/B (the tensor ceiling).
+  const GpuSpec g = test::gpu("h100-sxm");
+  std::vector<validate::PublishedPoint> pts;
+  for (double nk : {4096.0, 8192.0, 16384.0}) {
+    const double bytes = (nk * nk + 16 * 2 * nk) * 2;
+    pts.push_back(gemm_point("skinny" + std::to_string(int(nk)), "h100-sxm", 16, nk, bytes / (0.8 * g.hbm_bandwidth)));
+    pts.push_back(gemm_point("cube" + std::to_string(int(nk)), "h100-sxm", nk, nk,
+                             2 * nk * nk * nk / (0.7 * g.tensor_fp16)));
+  }
+  const auto fit = validate::fit_published(pts, {g});
+  ASSERT_EQ(fit.fits.size(), 2u);
+  for (const auto& f : fit.fits) {
+    EXPECT_EQ(f.kind, PhaseKind::gemm);
+    EXPECT_TRUE(f.usable) << f.why_unused;
+    ASSERT_EQ(f.points.size(), 3u);
+    const double e = f.ceiling == Ceiling::hbm ? 0.8 : 0.7;
+    EXPECT_TRUE(f.ceiling == Ceiling::hbm || f.ceiling == Ceiling::tensor);
+    for (const auto& p : f.points) {
+      EXPECT_EQ(p.id.rfind(f.ceiling == Ceiling::hbm ? "skinny" : "cube", 0), 0u) << p.id;
+      EXPECT_NEAR(p.efficiency, e, 1e-9) << p.id;
+    }
+  }
+}
+
+TEST(PublishedFit, AGpuOutsideTheLibraryLendsOnlyWhenItsPointsNameTheArchitecture) {
+  auto points = [](const std::string& arch) {
+    std::vector<validate::PublishedPoint> pts;
+    for (double ctx : {8192.0, 32768.0, 65536.0}) {
+      pts.push_back(attention_point("x" + std::to_string(int(ctx)), "a100-pcie-80g", ctx, 0.8));
+      pts.back().architecture = arch;
+    }
+    return pts;
+  };
+  const auto lent = validate::fit_published(points("ampere"), {test::gpu("a40"), test::gpu("h100-sxm")});
+  const auto kept = validate::fit_published(points(""), {test::gpu("a40"), test::gpu("h100-sxm")});
+  ASSERT_EQ(lent.gpus.size(), 2u);
+  for (const auto& g : lent.gpus) {
+    if (g.gpu == "a40") {
+      ASSERT_EQ(g.curves.size(), 1u);
+      EXPECT_EQ(g.curves[0].gpu, "a100-pcie-80g");
+      EXPECT_EQ(g.borrowed.count("attention/hbm"), 1u);
+    } else {
+      EXPECT_TRUE(g.curves.empty()) << g.gpu;  // another architecture
+    }
+  }
+  for (const auto& g : kept.gpus) EXPECT_TRUE(g.curves.empty()) << g.gpu;
+}
+
 TEST(PublishedFit, TheLibraryFilesAreWhatTheMeasurementsGive) {
   const std::string data = std::string(KVSIM_SOURCE_DIR) + "/scenarios/measurements/gpu-published.yaml";
   if (!std::filesystem::exists(data)) GTEST_SKIP() << "no published measurements";

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "core/yaml_reader.hpp"
@@ -36,7 +37,25 @@ struct CurveKey {
   }
 };
 
-bool curve_of(const PublishedPoint& p, CurveKey& key) {
+// The FLOPs of a matrix product and the bytes it moves: the n x k weights, the m x k input and the
+// m x n output (gemv: m = 1).
+double matmul_flops(const PublishedPoint& p) { return 2 * std::max(1.0, p.m) * p.n * p.k; }
+double matmul_bytes(const PublishedPoint& p) {
+  const double m = p.m > 0 ? p.m : 1;
+  return (p.n * p.k + m * (p.n + p.k)) * dtype_bytes(p.dtype);
+}
+
+// A gemm point measures the HBM ceiling when its arithmetic intensity is below the GPU's ridge
+// (tensor peak / HBM bandwidth: a skinny decode GEMM of a few tokens streams its weights), and the
+// tensor ceiling above it (a prefill-size GEMM). Without the GPU's datasheet the ridge is unknown.
+bool gemm_is_bandwidth_bound(const PublishedPoint& p, const GpuSpec& g) {
+  DType t = DType::fp16;
+  parse_dtype(p.dtype, t);
+  const double peak = g.tensor_peak(t) > 0 ? g.tensor_peak(t) : g.tensor_fp16;
+  return matmul_flops(p) / matmul_bytes(p) < peak / g.hbm_bandwidth;
+}
+
+bool curve_of(const PublishedPoint& p, const GpuSpec* gpu, CurveKey& key) {
   const std::string& f = p.family;
   if (f == "decode_attention" || f == "sparse_attention") key = {PhaseKind::attention, Ceiling::hbm, CurveVariable::bytes};
   else if (f == "h2d_copy") key = {PhaseKind::copy, Ceiling::h2d, CurveVariable::run_bytes};
@@ -45,7 +64,9 @@ bool curve_of(const PublishedPoint& p, CurveKey& key) {
     key = {PhaseKind::copy, p.direction == "d2h" ? Ceiling::d2h : Ceiling::h2d, CurveVariable::run_bytes};
   else if (f == "gemv") key = {PhaseKind::gemm, Ceiling::hbm, CurveVariable::bytes};
   else if (f == "topk") key = {PhaseKind::select, Ceiling::hbm, CurveVariable::bytes};
-  else return false;  // gemm (compute-bound: no curve variable yet), launch
+  else if (f == "gemm" && gpu)
+    key = {PhaseKind::gemm, gemm_is_bandwidth_bound(p, *gpu) ? Ceiling::hbm : Ceiling::tensor, CurveVariable::bytes};
+  else return false;  // launch; a gemm on a GPU outside the library (its ridge is unknown)
   return true;
 }
 
@@ -69,10 +90,9 @@ bool work_of(const PublishedPoint& p, double& bytes, double& x, std::string& why
     if (p.bytes <= 0 || p.run_bytes <= 0) { why = "needs bytes and run_bytes"; return false; }
     bytes = p.bytes;
     x = p.run_bytes;
-  } else if (f == "gemv") {
-    if (p.n <= 0 || p.k <= 0) { why = "needs n and k"; return false; }
-    const double m = p.m > 0 ? p.m : 1;
-    bytes = (p.n * p.k + m * (p.n + p.k)) * b;
+  } else if (f == "gemv" || f == "gemm") {
+    if (p.n <= 0 || p.k <= 0 || (f == "gemm" && p.m <= 0)) { why = f == "gemm" ? "needs m, n and k" : "needs n and k"; return false; }
+    bytes = matmul_bytes(p);
     x = bytes;
   } else if (f == "topk") {
     if (p.n <= 0) { why = "needs n"; return false; }
@@ -187,6 +207,7 @@ std::vector<PublishedPoint> load_published(const std::string& path) {
     p.id = m.string("id");
     if (!ids.insert(p.id).second) m.fail("id", "'" + p.id + "' appears twice; ids are unique");
     p.gpu = m.string("gpu");
+    p.architecture = m.string("architecture", "");
     p.family = m.choice("family", kFamilies);
     p.read_off_chart = m.boolean("read_off_chart", false);
     p.source = m.string("source");
@@ -250,8 +271,9 @@ PublishedFit fit_published(const std::vector<PublishedPoint>& points, const std:
       continue;
     }
     CurveKey key;
-    if (!curve_of(p, key)) {
-      out.skipped.push_back(p.id + ": family " + p.family + " has no efficiency curve in the model yet");
+    if (!curve_of(p, g != lib.end() ? g->second : nullptr, key)) {
+      out.skipped.push_back(p.id + ": " + (p.family == "gemm" ? p.gpu + " is not in scenarios/hardware/, so whether the GEMM is bandwidth- or compute-bound (and its efficiency) is unknown"
+                                                             : "family " + p.family + " has no efficiency curve in the model yet"));
       continue;
     }
     double bytes = 0, x = 0;
@@ -268,8 +290,17 @@ PublishedFit fit_published(const std::vector<PublishedPoint>& points, const std:
         out.skipped.push_back(p.id + ": " + p.gpu + " is not in scenarios/hardware/, so its ceiling (and the efficiency) is unknown");
         continue;
       }
-      const double rate = p.bandwidth_bytes_s > 0 ? p.bandwidth_bytes_s : bytes * p.calls / p.time_s;
-      e = rate / ceiling_rate(*g->second, key.ceiling);
+      if (key.ceiling == Ceiling::tensor) {
+        // A bandwidth figure for a compute-bound GEMM converts through its own bytes.
+        const double t = p.time_s > 0 ? p.time_s : bytes * p.calls / p.bandwidth_bytes_s;
+        DType dt = DType::fp16;
+        parse_dtype(p.dtype, dt);
+        const double peak = g->second->tensor_peak(dt) > 0 ? g->second->tensor_peak(dt) : g->second->tensor_fp16;
+        e = matmul_flops(p) * p.calls / t / peak;
+      } else {
+        const double rate = p.bandwidth_bytes_s > 0 ? p.bandwidth_bytes_s : bytes * p.calls / p.time_s;
+        e = rate / ceiling_rate(*g->second, key.ceiling);
+      }
     }
     auto& grp = groups[{p.gpu, key}];
     grp.first.push_back({p.id, x, std::min(1.0, e), e > 1.0});
@@ -280,7 +311,13 @@ PublishedFit fit_published(const std::vector<PublishedPoint>& points, const std:
     for (const auto& f : v.second) fam += (fam.empty() ? "" : "+") + f;
     out.fits.push_back(fit_points(k.first, fam, k.second, v.first));
   }
-  // Library GPUs: own curves, else the same architecture's (the GPU with the most points for it).
+  // Library GPUs: own curves, else the same architecture's (the GPU with the most points for it). A
+  // GPU outside the library can lend a curve when its points name its architecture: its efficiencies
+  // are then fractions of its own peak (published as such), which carry over as any borrow does.
+  std::map<std::string, std::string> arch;
+  for (const PublishedPoint& p : points)
+    if (!p.architecture.empty()) arch[p.gpu] = p.architecture;
+  for (const GpuSpec& g : library_gpus) arch[g.name] = g.architecture;
   std::set<CurveKey> keys;
   for (const auto& [k, v] : groups) keys.insert(k.second);
   for (const GpuSpec& g : library_gpus) {
@@ -293,9 +330,8 @@ PublishedFit fit_published(const std::vector<PublishedPoint>& points, const std:
       for (const CurveFit& f : out.fits) {
         if (!f.usable || f.kind != key.kind || f.ceiling != key.ceiling) continue;
         if (f.gpu == g.name) own = &f;
-        const auto dg = lib.find(f.gpu);
-        if (dg != lib.end() && dg->second->architecture == g.architecture &&
-            (!donor || f.points.size() > donor->points.size()))
+        const auto da = arch.find(f.gpu);
+        if (da != arch.end() && da->second == g.architecture && (!donor || f.points.size() > donor->points.size()))
           donor = &f;
       }
       if (own) {

@@ -14,6 +14,8 @@
 //   h2d_copy, d2h_copy                  copy       h2d/d2h  run_bytes  one contiguous run of `bytes`
 //   scattered_copy                      copy       h2d/d2h  run_bytes  `bytes` in runs of `run_bytes`
 //   gemv                                gemm       hbm      bytes      the n x k weights + vectors
+//   gemm below the GPU's ridge          gemm       hbm      bytes      n x k weights + m x k in + m x n out
+//   gemm above it                       gemm       tensor   bytes      the same bytes (x); 2mnk FLOPs / tensor peak
 //   topk                                select     hbm      bytes      rows x n fp32 scores
 //   launch                              (reported next to the hardware file's launch latency)
 //
@@ -22,6 +24,7 @@
 // range into the calibration file. Every third interior point (in x order) is held out of a second fit
 // and predicted by it: the held-out error. A library GPU with no points of its own for a curve borrows
 // the curve of a GPU of the same architecture (the file says which); the report lists every borrow.
+// A GPU outside the library lends only when its points state its `architecture`.
 #pragma once
 #include <map>
 #include <string>
@@ -34,6 +37,7 @@ namespace kvsim::validate {
 
 struct PublishedPoint {
   std::string id, gpu, family, kernel, dtype, api, source, verified, note;
+  std::string architecture;  // only for a GPU outside the library: lets its curves lend to that architecture
   int line = 0;
   // configuration (0 = not given)
   double batch = 1, context_tokens = 0, q_heads = 0, kv_heads = 0, head_dim = 0, page_size = 0;

@@ -61,7 +61,11 @@ int run_calibrate_command(CalibrateCommand& c, int argc, char** argv) {
         "e(x) = e_max x / (x + x_half), least squares in log e. *Fit error*: the median over all points of "
         "|e_fit / e_measured - 1|, which is the relative error of the predicted kernel time. *Held-out error*: "
         "every third interior point (in x order) is left out of a second fit and predicted by it. Library GPUs "
-        "with no points of their own for a curve borrow the curve of a GPU of the same architecture.\n\n"
+        "with no points of their own for a curve borrow the curve of a GPU of the same architecture (a GPU outside the "
+        "library lends only where its points state its architecture and are fractions of its own peak). A `gemm` point "
+        "is fitted on the HBM ceiling when its arithmetic intensity is below the GPU's ridge (tensor peak / HBM "
+        "bandwidth: decode-size products of a few tokens) and on the tensor ceiling above it (prefill-size "
+        "products).\n\n"
         "Re-run with:\n\n    " + command + " --report docs/validation/gpu-published.md\n\n## Fits\n\n" + tables;
     write_file_atomic(c.report, doc);
   }

@@ -254,6 +254,9 @@ std::string build_prompt(const TraceCommands& c, std::string text) {
 }
 
 int run_capture(TraceCommands& c, const std::string& cmdline) {
+  // Options first: a bad value is reported whether or not the model is present.
+  if (c.depth < 0 || c.depth > 1)
+    throw_input_error("command line", 0, "--depth", "value " + std::to_string(c.depth) + " is outside 0 .. 1");
   std::string model_path = c.model;
   if (model_path.empty()) {
     model_path = llm::default_model_path();
@@ -262,8 +265,6 @@ int run_capture(TraceCommands& c, const std::string& cmdline) {
                         "no model given and the default (" + std::string(llm::kDefaultModelFile) + ") is not in " +
                             llm::model_dir() + "; run tools/fetch-model.sh or pass --model FILE.gguf");
   }
-  if (c.depth < 0 || c.depth > 1)
-    throw_input_error("command line", 0, "--depth", "value " + std::to_string(c.depth) + " is outside 0 .. 1");
   if (c.text.empty()) c.text = "/usr/share/common-licenses/GPL-3";
   std::string haystack = read_text_file(c.text, "--text");
 
