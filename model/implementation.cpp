@@ -15,8 +15,9 @@ Implementation load_implementation(YamlMap m) {
     impl.ops_per_step = m.number("ops_per_step", Range::between(0, 1e5), 0.0);
     impl.kernels_per_step = m.number("kernels_per_step", Range::between(0, impl.ops_per_step), 0.0);
     impl.dispatch_us = m.number("dispatch_us", Range::positive(1e5));
+    impl.loop_us = m.number("loop_us", Range::between(0, 1e6), 0.0);
   } else {
-    for (const char* k : {"ops_per_layer", "kernels_per_layer", "ops_per_step", "kernels_per_step", "dispatch_us"})
+    for (const char* k : {"ops_per_layer", "kernels_per_layer", "ops_per_step", "kernels_per_step", "dispatch_us", "loop_us"})
       if (m.has(k)) m.fail(k, "applies only with dispatch: eager");
   }
   m.finish();
@@ -33,7 +34,7 @@ void apply_implementation(Deployment& d, const Implementation& impl) {
     // per-kernel gap (the in-graph latency), since the host-side launch cost is on the dispatch stream.
     const double op = impl.dispatch_us * 1e-6, launch = d.gpu->host_launch_latency;
     d.machine.dispatch_layer_s = impl.ops_per_layer * op + impl.kernels_per_layer * launch;
-    d.machine.dispatch_step_s = impl.ops_per_step * op + impl.kernels_per_step * launch;
+    d.machine.dispatch_step_s = impl.ops_per_step * op + impl.kernels_per_step * launch + impl.loop_us * 1e-6;
     d.machine.kernel_latency = d.gpu->kernel_latency;
   }
 }

@@ -34,6 +34,11 @@ struct Implementation {
   double ops_per_step = 0;       // operators outside the layers (embedding, final norm, LM head, sampling)
   double kernels_per_step = 0;
   double dispatch_us = 0;        // host time per operator (Python and framework dispatch), microseconds
+  // Host time per step of the generation loop around the forward pass (Hugging Face generate():
+  // input and cache-position updates, logits processors, stopping criteria), microseconds. It runs
+  // on the dispatch stream with the step's once-per-step operators: in the steady state of a loop,
+  // host time between two forward passes delays the step wherever in the loop it falls.
+  double loop_us = 0;
 };
 
 // Reads the `implementation:` mapping (all fields optional; unknown fields are errors).

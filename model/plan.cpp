@@ -102,11 +102,14 @@ void decode_phase_lists(const Deployment& d, const Policy& pol, const ParamValue
 }
 
 StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
-                       bool keep_phases) {
+                       bool keep_phases, const std::vector<std::string>* without) {
   PhaseList policy_phases, dense;
   policy_phases.reserve(12);
   dense.reserve(8);
   decode_phase_lists(d, pol, params, shape, policy_phases, dense);
+  if (without)
+    for (Phase& ph : policy_phases)
+      if (std::find(without->begin(), without->end(), ph.name) != without->end()) ph.work = Work{};
   StepResult r;
   std::vector<PhaseResult>* out = keep_phases ? &r.phases : nullptr;
   if (out) out->reserve(policy_phases.size() + dense.size());

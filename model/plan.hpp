@@ -102,8 +102,11 @@ struct StepResult {
   bool simulated = false;
   std::vector<PhaseResult> phases;
 };
+// `without`: policy phases (by name) left out of the step — the step as a measurement that omitted
+// them saw it (kvsim reproduce, metric tpot with phases). They keep their place in the graph with no
+// work, so the phases that wait for them still run in order.
 StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
-                       bool keep_phases = true);
+                       bool keep_phases = true, const std::vector<std::string>* without = nullptr);
 
 // The decode and dense phases of a step, in the order the simulator lays them out (policy first).
 void decode_phase_lists(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,

@@ -206,7 +206,12 @@ std::vector<ReproRow> reproduce(const Reproduction& r) {
       } else if (f.metric == ReproMetric::latency) {
         si = p.ttft_s + double(f.output - 1) * p.tpot_s;
       } else if (f.metric == ReproMetric::tpot) {
-        si = f.phases.empty() ? p.tpot_s : phase_seconds(p.decode, f.phases, false);
+        // With phases: the same step (simulated, host dispatch included) without their work.
+        si = f.phases.empty() ? p.tpot_s
+                              : decode_step(d, *f.pol, f.params,
+                                            StepShape{double(p.batch), double(f.context), double(f.output) / 2.0}, false,
+                                            &f.phases)
+                                    .seconds;
       } else {
         si = phase_seconds(f.stage == "prefill" ? p.prefill : p.decode, f.phases, true);
       }

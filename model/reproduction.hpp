@@ -16,7 +16,7 @@ namespace kvsim {
 
 // What a published figure measures (and so what the planner predicts for it).
 enum class ReproMetric {
-  tpot,          // time per output token (PlanResult::tpot_s; with exclude_phases: the serial sum of the others)
+  tpot,          // time per output token (PlanResult::tpot_s; with phases: the step without their work)
   ttft,          // time to first token
   latency,       // end-to-end generation time: TTFT + (output - 1) TPOT
   hbm_peak,      // HBM in use at peak (weights, workspace, policy state, KV) at the batch

@@ -21,11 +21,13 @@ struct Step {
   double tpot = 0, layer_dispatch = 0, step_dispatch = 0, layers = 0;
 };
 
-Step plan(const std::string& model, int64_t context, bool eager, int64_t batch = 1) {
+Step plan(const std::string& model, int64_t context, bool eager, int64_t batch = 1, double loop_us = 0) {
+  std::string impl = eager ? kEager : "";
+  if (loop_us > 0) impl.replace(impl.rfind('}'), 1, ", loop_us: " + std::to_string(loop_us) + "}");
   const std::string y = "hardware: h100-sxm\nhost: xeon-w9-3495x\nmodel: " + model +
                         "\ncalibration: roofline\nworkload: {context_tokens: " + std::to_string(context) +
                         ", output_tokens: 2, batch: " + std::to_string(batch) + ", cuda_graphs: false}\npolicies: [full]\n" +
-                        (eager ? kEager : "");
+                        impl;
   const Scenario s = load_scenario(load_yaml_string(y, "s.yaml"), "s.yaml", policy_catalog());
   const Deployment d = make_deployment(s);
   const ParamValues none;
@@ -50,6 +52,15 @@ TEST(DispatchStream, ASmallModelIsDispatchBound) {
   EXPECT_GT(host, 5 * engine.tpot);
   EXPECT_GE(eager.tpot, host * (1 - 1e-9));
   EXPECT_LT(eager.tpot, host * 1.05);
+}
+
+TEST(DispatchStream, TheGenerationLoopsHostTimeDelaysADispatchBoundStepByItself) {
+  // generate()'s own loop (loop_us) is host time on the dispatch stream once per step: a step that is
+  // already dispatch-bound grows by exactly that time; the per-layer dispatch does not change.
+  const Step base = plan("smollm2-135m", 1024, true), loop = plan("smollm2-135m", 1024, true, 1, 1500);
+  EXPECT_NEAR(loop.step_dispatch - base.step_dispatch, 1500e-6, 1e-12);
+  EXPECT_EQ(loop.layer_dispatch, base.layer_dispatch);
+  EXPECT_NEAR(loop.tpot - base.tpot, 1500e-6, 1e-6);
 }
 
 TEST(DispatchStream, ALongContextStepOfAn8BModelStaysHbmBound) {

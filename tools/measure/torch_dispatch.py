@@ -8,7 +8,11 @@
    bare cost of single aten calls. On a GPU each kernel-launching operator also pays cudaLaunchKernel,
    which kvsim takes from the hardware file (launch.host_launch_us): this script measures only the
    part a CPU can measure.
-2. ops_per_layer / ops_per_step: the operators one decode step of a Hugging Face Llama issues, counted
+2. loop_us: host time per decode step of generate()'s own loop, outside the model's forward pass
+   (preparing inputs and cache positions, logits processors, stopping criteria): the per-step time of
+   generate() on a one-layer tiny Llama (two lengths differenced, so prefill and setup cancel) less
+   the per-step time of the same forward pass and greedy argmax run by hand.
+3. ops_per_layer / ops_per_step: the operators one decode step of a Hugging Face Llama issues, counted
    with the PyTorch profiler on a small randomly initialized configuration (no weights needed): the
    top-level aten operators (the ones Python calls; nested ones run inside them), per decoder layer
    (the difference between 2 and 1 layers) and outside the layers; and of those, the ones that launch
@@ -77,6 +81,25 @@ def step_seconds(layers, attn, steps=300):
     return statistics.median(times)
 
 
+def generate_step_seconds(attn, short=40, long=240, repeats=7):
+    """Host time per decode step of Hugging Face generate() with a one-layer tiny Llama: the difference
+    between two generation lengths, so prompt prefill and generate()'s setup cancel out."""
+    torch.set_num_threads(1)
+    model = tiny_llama(1, attn)
+    ids = torch.randint(0, 128, (1, 16))
+    kw = dict(do_sample=False, use_cache=True, pad_token_id=0, eos_token_id=None)
+
+    def run(n):
+        t = time.perf_counter()
+        with torch.no_grad():
+            model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
+        return time.perf_counter() - t
+
+    run(short)  # warm-up
+    per_step = [(run(long) - run(short)) / (long - short) for _ in range(repeats)]
+    return statistics.median(per_step)
+
+
 def count_decode_ops(layers, attn):
     model = tiny_llama(layers, attn)
     ids = torch.randint(0, 128, (1, 16))
@@ -110,6 +133,9 @@ def main():
     per_layer, kernels_per_layer = two - one, k2 - k1
     layer_s = step_seconds(2, a.attn) - step_seconds(1, a.attn)
     us = layer_s / per_layer * 1e6
+    # generate()'s own loop per step (input and cache-position updates, logits processors, stopping
+    # criteria) beyond the forward pass and greedy argmax that step_seconds times by hand.
+    loop_us = (generate_step_seconds(a.attn) - step_seconds(1, a.attn)) * 1e6
     print(f"# measured by tools/measure/torch_dispatch.py --attn {a.attn}: torch {torch.__version__}, 1 thread. One tiny-Llama "
           f"decoder layer costs {layer_s * 1e6:.1f} us of host time for {per_layer} operators; a bare aten call costs "
           f"{bare_us:.2f} us (add, mul, linear, view, cat, rsqrt: {', '.join(f'{x:.2f}' for x in each)})")
@@ -119,6 +145,7 @@ def main():
     print(f"ops_per_step: {one - per_layer}           # outside the layers: embedding, final norm, LM head, sampling")
     print(f"kernels_per_step: {k1 - kernels_per_layer}")
     print(f"dispatch_us: {us:.2f}         # host time per operator, Hugging Face's Python included")
+    print(f"loop_us: {loop_us:.1f}           # host time per step of generate()'s own loop, outside the forward pass")
 
 
 if __name__ == "__main__":
