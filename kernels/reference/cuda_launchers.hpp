@@ -1,15 +1,16 @@
-// Deliberately simple CUDA versions of the main reference kernels (kernels/reference/*.cu), built into
-// kvsim_kernels where nvcc exists (KVSIM_HAVE_CUDA defined). Each launcher takes DEVICE pointers with
-// the same shapes and meaning as its host twin in kvsim::ref (named in each comment), runs on the
-// default stream and synchronizes, and throws std::runtime_error on a CUDA error. The per-element math is
-// shared with the host versions through hd.hpp. No header here needs cuda_runtime.h.
-#pragma once
+// The launchers of the simple CUDA versions of the main reference kernels (kernels/reference/*.cu), in
+// the namespace kvsim::ref::KVSIM_CUDA_LAUNCHERS_NS. Include kernels/reference/cuda.hpp, which includes
+// this file once per build of the .cu sources (deliberately no include guard). Each launcher takes
+// DEVICE pointers with the same shapes and meaning as its host twin in kvsim::ref (named in each
+// comment), runs on the default stream and synchronizes, and throws std::runtime_error on a CUDA error
+// (or, under the emulator, on a kernel that would hang or is undefined on a GPU). The per-element math
+// is shared with the host versions through hd.hpp. No header here needs cuda_runtime.h.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
 
-namespace kvsim::ref::cuda {
+namespace kvsim::ref::KVSIM_CUDA_LAUNCHERS_NS {
 
 // ---- device memory (so tests and replay need no CUDA headers) ----
 void* device_alloc(size_t bytes);
@@ -155,4 +156,4 @@ void pinned_free(void* p);
 // One host-to-device copy from pinned memory on the default stream (synchronized).
 void copy_h2d(void* dst_device, const void* src_pinned, size_t bytes);
 
-}  // namespace kvsim::ref::cuda
+}  // namespace kvsim::ref::KVSIM_CUDA_LAUNCHERS_NS
