@@ -12,9 +12,36 @@
 #include "kernels/emu/stack_pool.hpp"
 #include "kernels/emu/thread_context.hpp"
 
+// AddressSanitizer must be told about every switch between stacks, or it reports false stack errors
+// when a fiber throws (make test-asan); without ASan these compile to nothing.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define KVSIM_EMU_ASAN 1
+#endif
+
 namespace kvsim::emu {
 
 namespace ctx = boost::context;
+
+namespace {
+// Before leaving the current stack for [bottom, bottom + size); fake_stack null when leaving it for good.
+inline void leaving_stack([[maybe_unused]] void** fake_stack, [[maybe_unused]] const void* bottom,
+                          [[maybe_unused]] size_t size) {
+#if defined(KVSIM_EMU_ASAN)
+  __sanitizer_start_switch_fiber(fake_stack, bottom, size);
+#endif
+}
+// First thing on the stack switched to; reports the bounds of the stack left when asked.
+inline void arrived_on_stack([[maybe_unused]] void* fake_stack, [[maybe_unused]] const void** from_bottom,
+                             [[maybe_unused]] size_t* from_size) {
+#if defined(KVSIM_EMU_ASAN)
+  __sanitizer_finish_switch_fiber(fake_stack, from_bottom, from_size);
+#endif
+}
+// Thrown at a waiting thread's suspension point when its launch is abandoned after an error, so its
+// stack unwinds (destructors run) and its fiber returns normally.
+struct Abandon {};
+}  // namespace
 
 enum class LaneState : uint8_t { running, at_barrier, at_warp_op, exited };
 
@@ -32,6 +59,12 @@ struct Lane {
   uint64_t in = 0, out = 0;
   ctx::fiber fiber;  // this thread, suspended (empty while it runs)
   ctx::fiber back;   // the block runner, while this thread runs
+  ctx::stack_context stack;  // this thread's stack (for AddressSanitizer's bookkeeping)
+  void* fake_stack = nullptr;
+  // The stack of the block runner that resumed it, and whether the launch is being abandoned.
+  const void* runner_stack_bottom = nullptr;
+  size_t runner_stack_size = 0;
+  const bool* abandoning = nullptr;
 };
 
 namespace {
@@ -114,10 +147,22 @@ class BlockRunner {
     t.grid_dim = cfg.grid;
     t.dynamic_smem = reinterpret_cast<unsigned char*>(smem_.get());
     t.dynamic_smem_bytes = cfg.shared_bytes;
-    for (unsigned i = 0; i < n; ++i) lanes_[i].fiber = make_fiber(lanes_[i]);
+    for (unsigned i = 0; i < n; ++i) {
+      lanes_[i].abandoning = &abandoning_;
+      lanes_[i].fiber = make_fiber(lanes_[i]);
+    }
   }
 
-  // On an error some fibers are suspended mid-kernel: destroying them unwinds their stacks.
+  // After an error some threads are suspended mid-kernel: resume each one so that it unwinds its own
+  // stack and returns (run_grid calls this before rethrowing).
+  void abandon() noexcept {
+    abandoning_ = true;
+    for (unsigned i = 0; i < n_; ++i) {
+      Lane& l = lanes_[i];
+      if (l.fiber) switch_to(l);
+    }
+  }
+
   ~BlockRunner() {
     lanes_.reset();
     tls_thread = ThreadContext{};
@@ -139,28 +184,41 @@ class BlockRunner {
   };
 
   ctx::fiber make_fiber(Lane& me) {
-    return ctx::fiber(std::allocator_arg, PooledStack(), [this, &me](ctx::fiber&& back) {
+    return ctx::fiber(std::allocator_arg, PooledStack(&me.stack), [this, &me](ctx::fiber&& back) {
+      arrived_on_stack(nullptr, &me.runner_stack_bottom, &me.runner_stack_size);
       me.back = std::move(back);
-      while (!finished_) {
+      while (!finished_ && !abandoning_) {
         try {
           entry_(bound_);
+        } catch (const Abandon&) {
+          break;
         } catch (const ctx::detail::forced_unwind&) {
           throw;  // Boost.Context unwinding this stack: must reach the fiber's entry
         } catch (...) {
           if (!error_) error_ = std::current_exception();
         }
         me.state = LaneState::exited;
+        leaving_stack(&me.fake_stack, me.runner_stack_bottom, me.runner_stack_size);
         me.back = std::move(me.back).resume();  // until the next block (or the end)
+        arrived_on_stack(me.fake_stack, nullptr, nullptr);
       }
+      leaving_stack(nullptr, me.runner_stack_bottom, me.runner_stack_size);
       return std::move(me.back);
     });
   }
 
-  void resume(Lane& l) {
+  // Runs thread l until it waits, finishes its block, or returns.
+  void switch_to(Lane& l) {
     tls_thread.thread_idx = l.idx;
     tls_thread.lane = &l;
+    leaving_stack(&fake_stack_, static_cast<char*>(l.stack.sp) - l.stack.size, l.stack.size);
     l.fiber = std::move(l.fiber).resume();
+    arrived_on_stack(fake_stack_, nullptr, nullptr);
     tls_thread.lane = nullptr;
+  }
+
+  void resume(Lane& l) {
+    switch_to(l);
     if (error_) std::rethrow_exception(error_);
   }
 
@@ -307,6 +365,8 @@ class BlockRunner {
   std::unique_ptr<Lane[]> lanes_;  // after smem_: destroyed (stacks unwound) first
   std::exception_ptr error_;
   bool finished_ = false;
+  bool abandoning_ = false;
+  void* fake_stack_ = nullptr;  // the block runner's, while a fiber runs (AddressSanitizer)
 };
 
 bool valid_config(const LaunchConfig& c) {
@@ -324,7 +384,13 @@ Lane& calling_lane(const char* what) {
   return *l;
 }
 
-void suspend(Lane& me) { me.back = std::move(me.back).resume(); }
+// From a thread waiting at a barrier or collective back to the block runner, until released.
+void suspend(Lane& me) {
+  leaving_stack(&me.fake_stack, me.runner_stack_bottom, me.runner_stack_size);
+  me.back = std::move(me.back).resume();
+  arrived_on_stack(me.fake_stack, nullptr, nullptr);
+  if (*me.abandoning) throw Abandon{};
+}
 
 }  // namespace
 
@@ -341,7 +407,12 @@ void run_grid(const char* kernel, const LaunchConfig& cfg, KernelEntry entry, co
     return;
   }
   BlockRunner runner(kernel, cfg, entry, bound);
-  runner.run();
+  try {
+    runner.run();
+  } catch (...) {
+    runner.abandon();
+    throw;
+  }
 }
 
 void block_barrier(const std::source_location& site) {

@@ -43,6 +43,7 @@ boost::context::stack_context PooledStack::allocate() {
   boost::context::stack_context sctx;
   sctx.size = kUsableBytes;
   sctx.sp = static_cast<char*>(base) + mapping_bytes();  // the top: x86-64 and AArch64 stacks grow down
+  if (record_) *record_ = sctx;
   return sctx;
 }
 

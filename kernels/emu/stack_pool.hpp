@@ -12,8 +12,13 @@ namespace kvsim::emu {
 class PooledStack {
  public:
   static constexpr size_t kUsableBytes = 64 * 1024;
+  // `record`, when given, receives each allocated stack (its owner's view, e.g. for AddressSanitizer).
+  explicit PooledStack(boost::context::stack_context* record = nullptr) : record_(record) {}
   boost::context::stack_context allocate();               // throws std::bad_alloc when mapping fails
   void deallocate(boost::context::stack_context& sctx) noexcept;
+
+ private:
+  boost::context::stack_context* record_;
 };
 
 }  // namespace kvsim::emu
