@@ -93,7 +93,9 @@ std::string where(const std::source_location& s) {
 }
 
 bool same_site(const std::source_location& a, const std::source_location& b) {
-  return a.line() == b.line() && a.column() == b.column() && std::strcmp(a.file_name(), b.file_name()) == 0;
+  // One translation unit's file names are usually one string: compare pointers before characters.
+  return a.line() == b.line() && a.column() == b.column() &&
+         (a.file_name() == b.file_name() || std::strcmp(a.file_name(), b.file_name()) == 0);
 }
 
 std::string coords(uint3 v) {
