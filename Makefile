@@ -33,8 +33,8 @@ bench: build
 	./$(BUILD)/kvsim bench
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of everything in build-asan/, then the test suite
-# under it (docs/robustness.md). Any sanitizer report fails the test that triggered it. CUDA is off:
-# the CUDA runtime and ASan's shadow memory do not mix, and the GPU tests skip without a GPU anyway.
+# under it (docs/robustness.md). Any sanitizer report fails the test that triggered it. nvcc is off (the
+# CUDA runtime and ASan's shadow memory do not mix); the CUDA kernels still run, through the emulator.
 # ASAN_TESTS narrows the run (a ctest -R regex); by default every test runs. Not part of `make test`
 # (CI): the instrumented tree is a second full build, which alone exceeds CI's time budget on a 2-core
 # machine, so a test subset would not make it fit (docs/robustness.md, "Sanitizer build").

@@ -13,6 +13,7 @@ PACKAGES=(
   libyaml-cpp-dev       # hardware/model/scenario YAML
   libeigen3-dev         # linear algebra in reference kernels
   libboost-graph-dev    # phase DAGs in the discrete-event simulator
+  libboost-context-dev  # fibers: one stack per emulated GPU thread, so the CUDA kernels run (and meet at barriers) on the CPU
   libgtest-dev          # unit tests
   libgmock-dev
   libbenchmark-dev      # Google Benchmark (kvsim bench, model throughput)

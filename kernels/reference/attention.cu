@@ -11,7 +11,7 @@
 #include "kernels/reference/cuda_common.cuh"
 #include "kernels/reference/hd.hpp"
 
-namespace kvsim::ref::cuda {
+namespace kvsim::ref::KVSIM_CUDA_BACKEND {
 namespace {
 constexpr int kThreads = 128;
 constexpr int kMaxChan = 4;  // channels per thread: d <= kThreads · kMaxChan = 512
@@ -70,7 +70,8 @@ __device__ float block_reduce(float x, bool is_max, float* red) {
   red[threadIdx.x] = x;
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) red[threadIdx.x] = is_max ? fmaxf(red[threadIdx.x], red[threadIdx.x + s]) : red[threadIdx.x] + red[threadIdx.x + s];
+    if (int(threadIdx.x) < s)
+      red[threadIdx.x] = is_max ? fmaxf(red[threadIdx.x], red[threadIdx.x + s]) : red[threadIdx.x] + red[threadIdx.x + s];
     __syncthreads();
   }
   const float r = red[0];
@@ -125,7 +126,7 @@ template <class Src>
 void launch(const Src& src, int rows, const float* Q, int d, float scale, float* out, float* lse, const char* what) {
   if (d > kThreads * kMaxChan) throw std::runtime_error(std::string(what) + ": head_dim above 512");
   if (rows <= 0) return;
-  attend_kernel<<<rows, kThreads>>>(src, Q, d, scale, out, lse);
+  KVSIM_LAUNCH(attend_kernel, rows, kThreads)(src, Q, d, scale, out, lse);
   detail::check_launch(what);
 }
 }  // namespace
@@ -155,4 +156,4 @@ void paged_decode_attention(const float* q, int batch, int num_qo_heads, const f
          batch * num_qo_heads, q, head_dim, scale, out, lse, "paged_decode_attention");
 }
 
-}  // namespace kvsim::ref::cuda
+}  // namespace kvsim::ref::KVSIM_CUDA_BACKEND

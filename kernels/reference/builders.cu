@@ -13,7 +13,7 @@
 #include "kernels/reference/cuda_common.cuh"
 #include "kernels/reference/hd.hpp"
 
-namespace kvsim::ref::cuda {
+namespace kvsim::ref::KVSIM_CUDA_BACKEND {
 namespace {
 constexpr int kThreads = 256;
 
@@ -70,7 +70,7 @@ __global__ void reduce_max_rows_kernel(const float* S, int64_t m, int64_t n, flo
 void segment_weighted_mean(const float* X, const float* w, int64_t n, int d, const int32_t* starts, int64_t S,
                            float* out) {
   if (S * d <= 0) return;
-  segment_mean_kernel<<<detail::blocks_for(S * d, kThreads), kThreads>>>(X, w, n, d, starts, S, out);
+  KVSIM_LAUNCH(segment_mean_kernel, detail::blocks_for(S * d, kThreads), kThreads)(X, w, n, d, starts, S, out);
   detail::check_launch("segment_weighted_mean");
 }
 
@@ -80,7 +80,7 @@ int64_t gather_runs(const float* src, int64_t row_elems, const int32_t* starts, 
   DeviceBuffer<int64_t> dst_row(size_t(runs) + 1);
   detail::check(cudaMemset(dst_row.get(), 0, sizeof(int64_t)), "gather_runs memset");
   thrust::inclusive_scan(thrust::device, lens, lens + runs, dst_row.get() + 1);  // int32 lengths summed in int64
-  gather_runs_kernel<<<unsigned(runs), kThreads>>>(src, row_elems, starts, lens, dst_row.get(), dst);
+  KVSIM_LAUNCH(gather_runs_kernel, unsigned(runs), kThreads)(src, row_elems, starts, lens, dst_row.get(), dst);
   detail::check_launch("gather_runs");
   int64_t total = 0;
   copy_to_host(&total, dst_row.get() + runs, sizeof total);
@@ -89,13 +89,13 @@ int64_t gather_runs(const float* src, int64_t row_elems, const int32_t* starts, 
 
 void softmax_rows(float* S, int64_t m, int64_t n) {
   if (m <= 0 || n <= 0) return;
-  softmax_rows_kernel<<<detail::blocks_for(m, kThreads), kThreads>>>(S, m, n);
+  KVSIM_LAUNCH(softmax_rows_kernel, detail::blocks_for(m, kThreads), kThreads)(S, m, n);
   detail::check_launch("softmax_rows");
 }
 
 void reduce_max_rows(const float* S, int64_t m, int64_t n, float* out) {
   if (n <= 0) return;
-  reduce_max_rows_kernel<<<detail::blocks_for(n, kThreads), kThreads>>>(S, m, n, out);
+  KVSIM_LAUNCH(reduce_max_rows_kernel, detail::blocks_for(n, kThreads), kThreads)(S, m, n, out);
   detail::check_launch("reduce_max_rows");
 }
 
@@ -147,4 +147,4 @@ int64_t ctkvr_rerank(const float* Q, int G, const float* K, int d, const int32_t
   return kk;
 }
 
-}  // namespace kvsim::ref::cuda
+}  // namespace kvsim::ref::KVSIM_CUDA_BACKEND

@@ -3,7 +3,7 @@
 #include "kernels/reference/cuda.hpp"
 #include "kernels/reference/cuda_common.cuh"
 
-namespace kvsim::ref::cuda {
+namespace kvsim::ref::KVSIM_CUDA_BACKEND {
 
 double event_seconds(const std::function<void()>& f) {
   cudaEvent_t start, stop;
@@ -39,4 +39,4 @@ void copy_h2d(void* dst_device, const void* src_pinned, size_t bytes) {
   detail::check(cudaStreamSynchronize(0), "copy_h2d");
 }
 
-}  // namespace kvsim::ref::cuda
+}  // namespace kvsim::ref::KVSIM_CUDA_BACKEND

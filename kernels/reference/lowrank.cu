@@ -8,7 +8,7 @@
 #include "kernels/reference/cuda.hpp"
 #include "kernels/reference/cuda_common.cuh"
 
-namespace kvsim::ref::cuda {
+namespace kvsim::ref::KVSIM_CUDA_BACKEND {
 namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxSweeps = 60;
@@ -118,8 +118,8 @@ void svd_jacobi(const float* X, int batch, int64_t n, int d, float* sigma, float
   if (n * d > (int64_t(1) << 31)) throw std::invalid_argument("svd_jacobi: matrix too large for the simple kernel");
   DeviceBuffer<double> A(size_t(batch) * n * d), V(size_t(batch) * d * d);
   DeviceBuffer<int> order(size_t(batch) * d);
-  jacobi_svd_kernel<<<unsigned(batch), kThreads>>>(X, n, d, A.get(), V.get(), order.get(), sigma, us, vt);
+  KVSIM_LAUNCH(jacobi_svd_kernel, unsigned(batch), kThreads)(X, n, d, A.get(), V.get(), order.get(), sigma, us, vt);
   detail::check_launch("svd_jacobi");
 }
 
-}  // namespace kvsim::ref::cuda
+}  // namespace kvsim::ref::KVSIM_CUDA_BACKEND

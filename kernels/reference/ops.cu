@@ -12,7 +12,7 @@
 #include "kernels/reference/cuda_common.cuh"
 #include "kernels/reference/hd.hpp"
 
-namespace kvsim::ref::cuda {
+namespace kvsim::ref::KVSIM_CUDA_BACKEND {
 namespace {
 constexpr int kThreads = 256;
 
@@ -98,13 +98,14 @@ void merge_state(const float* o_a, const float* lse_a, const float* o_b, const f
                  float* out, float* lse_out) {
   const int64_t total = int64_t(rows) * d;
   if (total <= 0) return;
-  merge_kernel<<<detail::blocks_for(total, kThreads), kThreads>>>(o_a, lse_a, o_b, lse_b, rows, d, out, lse_out);
+  KVSIM_LAUNCH(merge_kernel, detail::blocks_for(total, kThreads), kThreads)(o_a, lse_a, o_b, lse_b, rows, d, out,
+                                                                           lse_out);
   detail::check_launch("merge_state");
 }
 
 void score_gemm(const float* Q, int64_t m, const float* M, int64_t n, int d, float* S, bool cosine, float scale) {
   if (m * n <= 0) return;
-  score_kernel<<<detail::blocks_for(m * n, kThreads), kThreads>>>(Q, m, M, n, d, S, cosine, scale);
+  KVSIM_LAUNCH(score_kernel, detail::blocks_for(m * n, kThreads), kThreads)(Q, m, M, n, d, S, cosine, scale);
   detail::check_launch("score_gemm");
 }
 
@@ -112,8 +113,8 @@ void sekv_routing_scores(const float* q_proj, const float* summaries, int64_t m,
                          float* alpha) {
   if (m <= 0) return;
   const float inv_sqrt = 1.f / std::sqrt(float(d_proj));  // computed on the host, as the host version does
-  sekv_route_kernel<<<detail::blocks_for(m, kThreads), kThreads>>>(q_proj, summaries, m, d_proj, span_len, inv_sqrt,
-                                                                   alpha);
+  KVSIM_LAUNCH(sekv_route_kernel, detail::blocks_for(m, kThreads), kThreads)(q_proj, summaries, m, d_proj, span_len,
+                                                                            inv_sqrt, alpha);
   detail::check_launch("sekv_routing_scores");
 }
 
@@ -149,7 +150,7 @@ namespace {
 template <class T>
 void gather_rows_impl(const T* src, int64_t row_elems, const int32_t* idx, int64_t m, T* dst) {
   if (m * row_elems <= 0) return;
-  gather_kernel<<<detail::blocks_for(m * row_elems, kThreads), kThreads>>>(src, row_elems, idx, m, dst);
+  KVSIM_LAUNCH(gather_kernel, detail::blocks_for(m * row_elems, kThreads), kThreads)(src, row_elems, idx, m, dst);
   detail::check_launch("gather_rows");
 }
 }  // namespace
@@ -163,14 +164,14 @@ void gather_rows(const int32_t* src, int64_t row_elems, const int32_t* idx, int6
 
 void lowrank_reconstruct(const float* us, const float* vt, int64_t n, int r, int d, float* out) {
   if (n * d <= 0) return;
-  reconstruct_kernel<<<detail::blocks_for(n * d, kThreads), kThreads>>>(us, vt, n, r, d, out);
+  KVSIM_LAUNCH(reconstruct_kernel, detail::blocks_for(n * d, kThreads), kThreads)(us, vt, n, r, d, out);
   detail::check_launch("lowrank_reconstruct");
 }
 
 void quest_page_bound(const float* q, const float* kmin, const float* kmax, int64_t num_pages, int d, float* bound) {
   if (num_pages <= 0) return;
-  quest_kernel<<<detail::blocks_for(num_pages, kThreads), kThreads>>>(q, kmin, kmax, num_pages, d, bound);
+  KVSIM_LAUNCH(quest_kernel, detail::blocks_for(num_pages, kThreads), kThreads)(q, kmin, kmax, num_pages, d, bound);
   detail::check_launch("quest_page_bound");
 }
 
-}  // namespace kvsim::ref::cuda
+}  // namespace kvsim::ref::KVSIM_CUDA_BACKEND

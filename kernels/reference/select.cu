@@ -14,7 +14,7 @@
 #include "kernels/reference/cuda_common.cuh"
 #include "kernels/reference/hd.hpp"
 
-namespace kvsim::ref::cuda {
+namespace kvsim::ref::KVSIM_CUDA_BACKEND {
 namespace {
 constexpr int kThreads = 256;
 
@@ -48,7 +48,7 @@ DeviceBuffer<uint8_t> to_mask(const int32_t* ids, int64_t m, int64_t n) {
   DeviceBuffer<uint8_t> mask(static_cast<size_t>(n));
   if (n > 0) detail::check(cudaMemset(mask.get(), 0, size_t(n)), "chess_hierarchical_select memset");
   if (m > 0) {
-    mark_kernel<<<detail::blocks_for(m, kThreads), kThreads>>>(ids, m, mask.get());
+    KVSIM_LAUNCH(mark_kernel, detail::blocks_for(m, kThreads), kThreads)(ids, m, mask.get());
     detail::check_launch("chess_hierarchical_select mark");
   }
   return mask;
@@ -60,8 +60,8 @@ int64_t select_level(const float* scores, int64_t n, const int32_t* parent, cons
   if (n <= 0) return 0;
   DeviceBuffer<uint8_t> active(static_cast<size_t>(n));
   DeviceBuffer<float> masked(static_cast<size_t>(n));
-  activate_kernel<<<detail::blocks_for(n, kThreads), kThreads>>>(scores, parent, parent_kept, n, active.get(),
-                                                                 masked.get());
+  KVSIM_LAUNCH(activate_kernel, detail::blocks_for(n, kThreads), kThreads)(scores, parent, parent_kept, n,
+                                                                          active.get(), masked.get());
   detail::check_launch("chess_hierarchical_select activate");
   const thrust::counting_iterator<int32_t> first(0), last = first + n;
   if (masked_all) {
@@ -113,12 +113,14 @@ LevelCounts chess_hierarchical_select(const float* grid_scores, const float* chu
   const int64_t C = (P + pages_per_chunk - 1) / pages_per_chunk, G = (C + chunks_per_grid - 1) / chunks_per_grid;
   DeviceBuffer<int32_t> page_parent(static_cast<size_t>(P)), chunk_parent(static_cast<size_t>(C));
   if (P > 0) {
-    regular_parent_kernel<<<detail::blocks_for(P, kThreads), kThreads>>>(P, pages_per_chunk, page_parent.get());
-    regular_parent_kernel<<<detail::blocks_for(C, kThreads), kThreads>>>(C, chunks_per_grid, chunk_parent.get());
+    KVSIM_LAUNCH(regular_parent_kernel, detail::blocks_for(P, kThreads), kThreads)(P, pages_per_chunk,
+                                                                                   page_parent.get());
+    KVSIM_LAUNCH(regular_parent_kernel, detail::blocks_for(C, kThreads), kThreads)(C, chunks_per_grid,
+                                                                                   chunk_parent.get());
     detail::check_launch("chess_hierarchical_select parents");
   }
   return chess_hierarchical_select(grid_scores, G, chunk_scores, C, page_scores, P, chunk_parent.get(),
                                    page_parent.get(), rho_g, rho_c, rho_p, masked_all, grids, chunks, pages);
 }
 
-}  // namespace kvsim::ref::cuda
+}  // namespace kvsim::ref::KVSIM_CUDA_BACKEND

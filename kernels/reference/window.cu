@@ -9,7 +9,7 @@
 #include "kernels/reference/cuda_common.cuh"
 #include "kernels/reference/hd.hpp"
 
-namespace kvsim::ref::cuda {
+namespace kvsim::ref::KVSIM_CUDA_BACKEND {
 namespace {
 constexpr int kThreads = 256;
 
@@ -62,11 +62,11 @@ void obs_window_scores(const float* Qw, int G, int w, const float* K, int64_t n,
     return;
   }
   DeviceBuffer<float> row_max(static_cast<size_t>(rows)), row_inv(static_cast<size_t>(rows));
-  window_row_stats_kernel<<<detail::blocks_for(rows, kThreads), kThreads>>>(Qw, G, w, K, n, d, scale, row_max.get(),
-                                                                             row_inv.get());
+  KVSIM_LAUNCH(window_row_stats_kernel, detail::blocks_for(rows, kThreads), kThreads)(Qw, G, w, K, n, d, scale,
+                                                                                   row_max.get(), row_inv.get());
   detail::check_launch("obs_window_scores stats");
-  window_scores_kernel<<<detail::blocks_for(n - w, kThreads), kThreads>>>(Qw, G, w, K, n, d, scale, row_max.get(),
-                                                                           row_inv.get(), scores);
+  KVSIM_LAUNCH(window_scores_kernel, detail::blocks_for(n - w, kThreads), kThreads)(Qw, G, w, K, n, d, scale,
+                                                                                 row_max.get(), row_inv.get(), scores);
   detail::check_launch("obs_window_scores");
 }
 
@@ -76,7 +76,7 @@ void pool1d(const float* in, int64_t n, int k, bool is_max, float* out) {
     detail::check(cudaMemcpy(out, in, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice), "pool1d copy");
     return;
   }
-  pool1d_kernel<<<detail::blocks_for(n, kThreads), kThreads>>>(in, n, k, is_max, out);
+  KVSIM_LAUNCH(pool1d_kernel, detail::blocks_for(n, kThreads), kThreads)(in, n, k, is_max, out);
   detail::check_launch("pool1d");
 }
 
@@ -84,8 +84,8 @@ void chunk_sum(const float* scores, int64_t n, int chunk, float* out) {
   if (chunk <= 0) throw std::invalid_argument("chunk_sum: chunk");
   const int64_t chunks = (n + chunk - 1) / chunk;
   if (chunks <= 0) return;
-  chunk_sum_kernel<<<detail::blocks_for(chunks, kThreads), kThreads>>>(scores, n, chunk, chunks, out);
+  KVSIM_LAUNCH(chunk_sum_kernel, detail::blocks_for(chunks, kThreads), kThreads)(scores, n, chunk, chunks, out);
   detail::check_launch("chunk_sum");
 }
 
-}  // namespace kvsim::ref::cuda
+}  // namespace kvsim::ref::KVSIM_CUDA_BACKEND
