@@ -111,6 +111,9 @@ void load_series(const YAML::Node& node, const std::string& file, const std::str
   f.exact = m.boolean("exact", false);
   if (f.exact && !info->bytes) m.fail("exact", "only memory metrics can be exact; times are compared by shape and error");
   f.note = m.string("note", "");
+  f.comparable = m.boolean("comparable", true);
+  if (!f.comparable && f.note.empty())
+    m.fail("comparable", "false needs a note: why the published number does not measure this configuration");
   const int64_t default_batch = s.workload.batch > 0 ? s.workload.batch : 1;
   f.output = m.integer("output", Range::between(1, 1LL << 32), s.workload.output_tokens);
   f.batch = m.integer("batch", Range::between(1, 1e9), default_batch);

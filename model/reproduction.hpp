@@ -41,6 +41,10 @@ struct PublishedFigure {
   int decimals = 0;                 // digits the paper printed after the point
   bool exact = false;               // memory/index figures the configuration determines: must match to the printed digits
   std::string note;                 // why a figure is read the way it is (shown in the report)
+  // false: the published number does not measure the configuration it is predicted for here (the
+  // paper says so, or it is another paper's number for another setup); still predicted and shown,
+  // left out of the summary's median of the comparable figures. `note` says why.
+  bool comparable = true;
   int line = 0;                     // line of the figure in the file
 };
 

@@ -44,6 +44,7 @@ std::string error_text(const ReproRow& row) {
   std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * row.relative_error);
   std::string s = buf;
   if (f.exact) s += row.matches_exactly ? "  exact" : "  NOT EXACT";
+  if (!f.comparable) s += "  (not comparable: see its note)";
   return s;
 }
 
@@ -109,20 +110,28 @@ std::string table(const std::vector<Loaded>& all) {
     s += "\n";
   }
   // Summary: exact figures matched, and the median absolute error of the rest.
+  // The median over every other figure, and over the comparable ones alone (figures marked
+  // comparable: false measure another configuration; their notes say which).
   int exact = 0, exact_ok = 0, oom = 0, oom_ok = 0;
-  std::vector<double> errs;
+  std::vector<double> errs, comparable;
   for (const Loaded& l : all)
     for (const ReproRow& row : l.rows) {
       if (row.figure->oom || row.predicted_oom) { ++oom; oom_ok += row.matches_exactly; }
       else if (row.figure->exact) { ++exact; exact_ok += row.matches_exactly; }
-      else errs.push_back(std::fabs(row.relative_error));
+      else {
+        errs.push_back(std::fabs(row.relative_error));
+        if (row.figure->comparable) comparable.push_back(errs.back());
+      }
     }
-  std::sort(errs.begin(), errs.end());
-  const double median = errs.empty() ? 0 : errs[errs.size() / 2];
+  auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
   std::snprintf(buf, sizeof buf,
                 "summary: %d/%d exact memory figures match to the printed digit; %d/%d OOM rows agree; "
-                "%zu other figures, median |error| %.1f%%\n",
-                exact_ok, exact, oom_ok, oom, errs.size(), 100 * median);
+                "%zu other figures, median |error| %.1f%%; %zu of them comparable, median |error| %.1f%%\n",
+                exact_ok, exact, oom_ok, oom, errs.size(), 100 * median(errs), comparable.size(),
+                100 * median(comparable));
   s += buf;
   return s;
 }
@@ -150,13 +159,14 @@ json to_json(const std::vector<Loaded>& all) {
                       {"exact", f.exact},
                       {"matches_exactly", row.matches_exactly},
                       {"infeasible_reason", row.oom_reason},
-                      {"note", f.note}});
+                      {"note", f.note},
+                      {"comparable", f.comparable}});
     }
   return rows;
 }
 
 std::string to_csv(const std::vector<Loaded>& all) {
-  std::string s = "paper,file,source,row,policy,metric,unit,context_tokens,output_tokens,batch,published,predicted,relative_error,exact,matches_exactly\n";
+  std::string s = "paper,file,source,row,policy,metric,unit,context_tokens,output_tokens,batch,published,predicted,relative_error,exact,matches_exactly,comparable\n";
   char buf[64];
   for (const Loaded& l : all)
     for (const ReproRow& row : l.rows) {
@@ -168,7 +178,8 @@ std::string to_csv(const std::vector<Loaded>& all) {
       s += csv_field(l.r.paper) + "," + csv_field(l.r.file) + "," + csv_field(f.source) + "," + csv_field(f.label) + "," +
            f.policy + "," + to_string(f.metric) + "," + f.unit + "," + std::to_string(f.context) + "," +
            std::to_string(f.output) + "," + std::to_string(f.batch) + "," + published_text(f) + "," + pred + "," + err +
-           "," + (f.exact ? "true" : "false") + "," + (row.matches_exactly ? "true" : "false") + "\n";
+           "," + (f.exact ? "true" : "false") + "," + (row.matches_exactly ? "true" : "false") + "," +
+           (f.comparable ? "true" : "false") + "\n";
     }
   return s;
 }

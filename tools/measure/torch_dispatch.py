@@ -100,16 +100,9 @@ def generate_step_seconds(attn, short=40, long=240, repeats=7):
     return statistics.median(per_step)
 
 
-def count_decode_ops(layers, attn):
-    model = tiny_llama(layers, attn)
-    ids = torch.randint(0, 128, (1, 16))
-    with torch.no_grad():
-        out = model(ids, use_cache=True)
-        past = out.past_key_values
-        nxt = out.logits[:, -1:].argmax(-1)
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-            step = model(nxt, past_key_values=past, use_cache=True)
-            step.logits[:, -1].argmax(-1)  # greedy sampling, as generate() does
+def top_level_ops(prof):
+    """(operators, kernel-launching operators) among the top-level aten calls of a profile: the ones
+    Python issues; nested ones run inside them."""
     n = k = 0
     for e in prof.events():
         if not e.name.startswith("aten::"):
@@ -121,6 +114,33 @@ def count_decode_ops(layers, attn):
             n += 1
             k += e.name not in METADATA_OPS
     return n, k
+
+
+def count_generate_ops(attn, short=8, long=24):
+    """Operators per decode step of generate() with a one-layer tiny Llama, the forward pass included:
+    the difference between two generation lengths, so prefill and setup cancel out."""
+    model = tiny_llama(1, attn)
+    ids = torch.randint(0, 128, (1, 16))
+    kw = dict(do_sample=False, use_cache=True, pad_token_id=0, eos_token_id=None)
+    counts = []
+    for n in (short, long):
+        with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
+        counts.append(top_level_ops(prof))
+    return ((counts[1][0] - counts[0][0]) / (long - short), (counts[1][1] - counts[0][1]) / (long - short))
+
+
+def count_decode_ops(layers, attn):
+    model = tiny_llama(layers, attn)
+    ids = torch.randint(0, 128, (1, 16))
+    with torch.no_grad():
+        out = model(ids, use_cache=True)
+        past = out.past_key_values
+        nxt = out.logits[:, -1:].argmax(-1)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            step = model(nxt, past_key_values=past, use_cache=True)
+            step.logits[:, -1].argmax(-1)  # greedy sampling, as generate() does
+    return top_level_ops(prof)
 
 
 def main():
@@ -136,6 +156,7 @@ def main():
     # generate()'s own loop per step (input and cache-position updates, logits processors, stopping
     # criteria) beyond the forward pass and greedy argmax that step_seconds times by hand.
     loop_us = (generate_step_seconds(a.attn) - step_seconds(1, a.attn)) * 1e6
+    gen_ops, gen_kernels = count_generate_ops(a.attn)  # one layer plus everything outside it, per step
     print(f"# measured by tools/measure/torch_dispatch.py --attn {a.attn}: torch {torch.__version__}, 1 thread. One tiny-Llama "
           f"decoder layer costs {layer_s * 1e6:.1f} us of host time for {per_layer} operators; a bare aten call costs "
           f"{bare_us:.2f} us (add, mul, linear, view, cat, rsqrt: {', '.join(f'{x:.2f}' for x in each)})")
@@ -146,6 +167,9 @@ def main():
     print(f"kernels_per_step: {k1 - kernels_per_layer}")
     print(f"dispatch_us: {us:.2f}         # host time per operator, Hugging Face's Python included")
     print(f"loop_us: {loop_us:.1f}           # host time per step of generate()'s own loop, outside the forward pass")
+    print(f"# generate(): {gen_ops - per_layer:.0f} operators ({gen_kernels - kernels_per_layer:.0f} launching kernels) per step "
+          f"outside the layers, its own loop included (the forward pass alone: {one - per_layer}, {k1 - kernels_per_layer})")
+    print(f"# a bare aten call: {bare_us:.2f} us")
 
 
 if __name__ == "__main__":
