@@ -3,6 +3,9 @@
 // field named, and the implementation profile changes what it should and nothing else.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -112,6 +115,9 @@ TEST(Reproduce, BadBlocksNameTheField) {
       {"{source: T, policy: full, metric: tpot, unit: ms, exact: true, contexts: [1], values: [1]}", "reproduce.series[0].exact"},
       {"{source: T, policy: full, metric: tpot, unit: ms, contexts: [1], values: [1], colour: red}", "reproduce.series[0].colour"},
       {"{source: T, policy: full, metrc: tpot, unit: ms, contexts: [1], values: [1]}", "reproduce.series[0].metric"},
+      // a figure left out of the comparable median must say why
+      {"{source: T, policy: full, metric: tpot, unit: ms, comparable: false, contexts: [1], values: [1]}",
+       "reproduce.series[0].comparable"},
   };
   for (const Case& c : cases) {
     const std::string e = error_of(scenario_with(std::string("    - ") + c.series + "\n"));
@@ -182,6 +188,32 @@ TEST(ReproduceCli, RunsEveryPaperAndRejectsAnUnknownOne) {
   const auto bad = test::run_kvsim("reproduce sentencekb");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.out.find("did you mean 'sentencekv'"), std::string::npos) << bad.out;
+}
+
+TEST(ReproduceCli, FiguresMarkedNotComparableAreShownButLeftOutOfTheComparableMedian) {
+  // Two figures of one step: the first comparable, the second (ten times off) not. The summary's
+  // comparable median is the first's error alone; the overall median is the mean of the two.
+  const std::string path = test::write_temp(
+      "notcomparable.yaml",
+      scenario_with("    - {source: T, label: kept, policy: full, metric: tpot, unit: ms, contexts: [4096], values: [30]}\n"
+                    "    - {source: T, label: left, policy: full, metric: tpot, unit: ms, contexts: [4096], values: [3],\n"
+                    "       comparable: false, note: another setup's number}\n"));
+  const auto j = test::run_kvsim("reproduce --file '" + path + "' --format json");
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  const auto rows = nlohmann::json::parse(j.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0]["comparable"].get<bool>());
+  EXPECT_FALSE(rows[1]["comparable"].get<bool>());
+  const double kept = std::fabs(rows[0]["relative_error"].get<double>());
+  const double left = std::fabs(rows[1]["relative_error"].get<double>());
+  ASSERT_GT(std::fabs(kept - left), 0.01);
+  const auto t = test::run_kvsim("reproduce --file '" + path + "'");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("(not comparable"), std::string::npos) << t.out;
+  char want[160];
+  std::snprintf(want, sizeof want, "2 other figures, median |error| %.1f%%; 1 of them comparable, median |error| %.1f%%",
+                100 * (kept + left) / 2, 100 * kept);
+  EXPECT_NE(t.out.find(want), std::string::npos) << want << "\n" << t.out;
 }
 
 TEST(Implementation, ConcatAppendAndRepeatKvMultiplyTheCacheTraffic) {
