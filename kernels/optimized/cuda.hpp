@@ -4,6 +4,10 @@
 //   kvsim::opt::cuda_emu  the C++ compiler through the CUDA emulator (kernels/emu), in every build.
 #pragma once
 
+// First: its launchers (DeviceBuffer, LevelCounts) are used by these, and it sets and clears the same
+// KVSIM_CUDA_LAUNCHERS_NS macro, so it must not be included from inside the blocks below.
+#include "kernels/reference/cuda.hpp"
+
 #define KVSIM_CUDA_LAUNCHERS_NS cuda
 #include "kernels/optimized/cuda_launchers.hpp"
 #undef KVSIM_CUDA_LAUNCHERS_NS

@@ -3,7 +3,8 @@
 // per build of the .cu sources (deliberately no include guard). Each launcher takes its kernel's
 // parameter struct (params.hpp), runs on the default stream and synchronizes, and throws
 // std::runtime_error on a CUDA error or on a shape the kernel does not support (under the emulator also
-// on a kernel that would hang or is undefined on a GPU). Device memory: kvsim::ref::<same>::DeviceBuffer.
+// on a kernel that would hang or is undefined on a GPU). Device memory: kvsim::ref::<same>::DeviceBuffer
+// (kernels/reference/cuda.hpp, included by cuda.hpp before this file).
 #include <cstdint>
 
 #include "kernels/optimized/params.hpp"
@@ -26,5 +27,8 @@ void gather_runs(const GatherRunsParams& p);
 
 // ---- centroid_recall.cu: CTKVR recall (cosine GEMV, top-C', bitmap dedup); returns the count ----
 int64_t centroid_recall(const CentroidRecallParams& p);
+
+// ---- chess_select.cu: one warp per summary vector (float4, shuffles), then the hierarchical select ----
+::kvsim::ref::KVSIM_CUDA_LAUNCHERS_NS::LevelCounts chess_select(const ChessSelectParams& p);
 
 }  // namespace kvsim::opt::KVSIM_CUDA_LAUNCHERS_NS

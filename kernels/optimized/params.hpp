@@ -70,4 +70,19 @@ struct CentroidRecallParams {
   int32_t* count = nullptr;          // [1] scratch: the recalled count, read back by the launcher
 };
 
+// CHESS selection (chess_select.cu): the anchor's scores over every summary vector of the three levels
+// in one launch, then the hierarchical quantile select of the regular hierarchy (page p in chunk
+// p / pages_per_chunk, chunk c in grid c / chunks_per_grid), as policies/chess/selector.cpp does it.
+struct ChessSelectParams {
+  const float* anchor = nullptr;     // [d]
+  const float* summaries = nullptr;  // [G + C + P, d]: grid, chunk and page vectors, concatenated
+  float* scores = nullptr;           // [G + C + P]: the scores, written (dot · scale)
+  int64_t num_pages = 0;             // P; C = ceil(P / pages_per_chunk), G = ceil(C / chunks_per_grid)
+  int pages_per_chunk = 0, chunks_per_grid = 0, d = 0;
+  float scale = 1.f;
+  double rho_g = 1, rho_c = 1, rho_p = 1;
+  bool masked_all = false;  // QuantileScope::masked_all instead of survivors (kernels/reference/select.hpp)
+  int32_t *grids = nullptr, *chunks = nullptr, *pages = nullptr;  // [G], [C], [P]: kept ids, ascending
+};
+
 }  // namespace kvsim::opt

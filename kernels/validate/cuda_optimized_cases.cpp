@@ -183,11 +183,40 @@ Case cuda_opt_centroid_recall() {
   };
   return c;
 }
+// CHESS's selection at P pages (N_c = 8, N_g = 8, d = 128, retentions 0.5/0.5/0.25).
+Case cuda_opt_chess_select() {
+  Case c{"cuda_opt_chess_select", false, PhaseKind::select, CurveVariable::bytes,
+         "opt::chess_select (one-launch summary GEMV, warp per vector, then the hierarchical select)",
+         {1024, 4096, 16384, 65536}, 4096, nullptr};
+  c.make = [](double s, int, double cold) {
+    const int64_t P = int64_t(s), C = (P + 7) / 8, G = (C + 7) / 8, n = G + C + P;
+    Instance in = cycled(double(n) * kD * 4, cold, 0, [=](uint32_t seed) {
+      auto M = device_random(size_t(n) * kD, seed), a = device_random(size_t(kD), seed + 1);
+      auto sc = std::make_shared<DBuf<float>>(size_t(n));
+      auto g = std::make_shared<DBuf<int32_t>>(size_t(G)), ch = std::make_shared<DBuf<int32_t>>(size_t(C)),
+           pg = std::make_shared<DBuf<int32_t>>(size_t(P));
+      opt::ChessSelectParams p;
+      p.anchor = a->get(), p.summaries = M->get(), p.scores = sc->get();
+      p.num_pages = P, p.pages_per_chunk = 8, p.chunks_per_grid = 8, p.d = kD;
+      p.rho_g = 0.5, p.rho_c = 0.5, p.rho_p = 0.25;
+      p.grids = g->get(), p.chunks = ch->get(), p.pages = pg->get();
+      return [=] {
+        (void)M, (void)a, (void)sc, (void)g, (void)ch, (void)pg;
+        opt::cuda::chess_select(p);
+      };
+    }, 64);
+    in.work.flops = 2.0 * double(n) * kD;
+    in.work.hbm_bytes = double(n) * kD * 4 + double(n) * 4;  // the summaries once, the scores once
+    in.work.launches = 6;
+    return in;
+  };
+  return c;
+}
 }  // namespace
 
 std::vector<Case> cuda_optimized_cases() {
   return {cuda_opt_paged_decode(), cuda_opt_sparse_paged(), cuda_opt_topk(), cuda_opt_gather_runs(),
-          cuda_opt_centroid_recall()};
+          cuda_opt_centroid_recall(), cuda_opt_chess_select()};
 }
 #else
 std::vector<Case> cuda_optimized_cases() { return {}; }
