@@ -5,14 +5,20 @@
 //   shuffles — every vector is read once as coalesced 16-byte loads, no shared memory, no barrier; the
 //   anchor (d floats) stays in L1/L2 for every warp. The three levels in one launch keep the small grid
 //   and chunk levels from each paying a launch and a tail of idle SMs.
-//   Select: the reference CUDA launcher (kernels/reference/select.cu), reused: its cost is a few
-//   top-k passes over G + C + P scores, small next to reading (G + C + P)·d floats, and reusing it keeps
-//   the level rules (survivors, ties, masked_all) in one place. Design and bound: README.md here.
+//   Select (QuantileScope::survivors, the policy's): per level, topk.cu in index order with the parent
+//   filter — the survivors compete in place, no compaction, no sort — after one small kernel marks the
+//   kept parents. The survivors' count (for ceil(rho · survivors)) comes from the kept parents' ids,
+//   which the host reads back (a few hundred bytes) as the reference launcher does with its counts.
+//   masked_all (Algorithm 1 read literally, a test-only scope) uses the reference launcher.
+// Design and bound: README.md here.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/optimized/cuda.hpp"
 #include "kernels/reference/cuda_common.cuh"
+#include "kernels/reference/hd.hpp"
 
 namespace kvsim::opt::KVSIM_CUDA_BACKEND {
 namespace {
@@ -36,6 +42,31 @@ __global__ void __launch_bounds__(kThreads) summary_scores_kernel(const float* a
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFullWarp, s, o);
   if (lane == 0) scores[row] = scale * s;
 }
+
+// mask[ids[j]] = 1 for the kept ids of a level (mask cleared before).
+__global__ void __launch_bounds__(kThreads) mark_kept_kernel(const int32_t* ids, int64_t m, unsigned char* mask) {
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j < m) mask[ids[j]] = 1;
+}
+
+// One level: the quantile of the children of the kept parents (parent of i = i / group), kept ids
+// ascending into out; kept_parents = the level above's kept ids (device), m of them. Returns the count.
+int64_t select_level(const float* scores, int64_t n, int64_t group, int64_t n_parents, const int32_t* kept_parents,
+                     int64_t m, double rho, unsigned char* mask, int32_t* out) {
+  if (n == 0 || m == 0) return 0;
+  std::vector<int32_t> parents(static_cast<size_t>(m));
+  check::check(cudaMemcpy(parents.data(), kept_parents, size_t(m) * sizeof(int32_t), cudaMemcpyDeviceToHost),
+               "opt::chess_select (kept ids)");
+  int64_t survivors = 0;
+  for (int32_t g : parents) survivors += std::min<int64_t>(group, n - int64_t(g) * group);
+  check::check(cudaMemsetAsync(mask, 0, size_t(n_parents)), "opt::chess_select (mask)");
+  KVSIM_LAUNCH(mark_kept_kernel, check::blocks_for(m, kThreads), kThreads)(kept_parents, m, mask);
+  check::check_launch("opt::chess_select (mark)");
+  TopkParams t;
+  t.scores = scores, t.out = out, t.rows = 1, t.n = n, t.k = ::kvsim::ref::hd::keep_count(rho, survivors);
+  t.rank_order = false, t.parent_kept = mask, t.group_size = group;
+  return topk(t);
+}
 }  // namespace
 
 ::kvsim::ref::KVSIM_CUDA_BACKEND::LevelCounts chess_select(const ChessSelectParams& p) {
@@ -49,9 +80,20 @@ __global__ void __launch_bounds__(kThreads) summary_scores_kernel(const float* a
   KVSIM_LAUNCH(summary_scores_kernel, check::blocks_for(n * 32, kThreads), kThreads)
   (p.anchor, p.summaries, n, p.d, p.scale, p.scores);
   check::check_launch("opt::chess_select (scores)");
-  return ::kvsim::ref::KVSIM_CUDA_BACKEND::chess_hierarchical_select(
-      p.scores, p.scores + G, p.scores + G + C, p.num_pages, p.pages_per_chunk, p.chunks_per_grid, p.rho_g, p.rho_c,
-      p.rho_p, p.masked_all, p.grids, p.chunks, p.pages);
+  if (p.masked_all)
+    return ::kvsim::ref::KVSIM_CUDA_BACKEND::chess_hierarchical_select(
+        p.scores, p.scores + G, p.scores + G + C, p.num_pages, p.pages_per_chunk, p.chunks_per_grid, p.rho_g, p.rho_c,
+        p.rho_p, true, p.grids, p.chunks, p.pages);
+  if (!p.level_mask) throw std::runtime_error("opt::chess_select: level_mask scratch required");
+  ::kvsim::ref::KVSIM_CUDA_BACKEND::LevelCounts c;
+  TopkParams t;  // grids: a plain quantile, every grid competes
+  t.scores = p.scores, t.out = p.grids, t.rows = 1, t.n = G, t.k = ::kvsim::ref::hd::keep_count(p.rho_g, G);
+  t.rank_order = false;
+  c.grids = topk(t);
+  c.chunks = select_level(p.scores + G, C, p.chunks_per_grid, G, p.grids, c.grids, p.rho_c, p.level_mask, p.chunks);
+  c.pages = select_level(p.scores + G + C, p.num_pages, p.pages_per_chunk, C, p.chunks, c.chunks, p.rho_p,
+                         p.level_mask, p.pages);
+  return c;
 }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

@@ -39,6 +39,10 @@ struct TopkParams {
   int rows = 0;
   int64_t n = 0, k = 0;
   bool rank_order = true;  // true: best first (topk); false: ascending index (quantile_select's kept set)
+  // Optional candidate filter (CHESS's survivors of a level): element i competes only when
+  // parent_kept[i / group_size] != 0; k must not exceed the number of such candidates.
+  const unsigned char* parent_kept = nullptr;
+  int64_t group_size = 1;
   // [rows, topk_workspace_words] words, required only when topk_workspace_words(k, n) > 0 (a large k).
   unsigned long long* workspace = nullptr;
 };
@@ -83,6 +87,7 @@ struct ChessSelectParams {
   double rho_g = 1, rho_c = 1, rho_p = 1;
   bool masked_all = false;  // QuantileScope::masked_all instead of survivors (kernels/reference/select.hpp)
   int32_t *grids = nullptr, *chunks = nullptr, *pages = nullptr;  // [G], [C], [P]: kept ids, ascending
+  unsigned char* level_mask = nullptr;  // [C] scratch: the kept marks of the level above (survivors)
 };
 
 }  // namespace kvsim::opt

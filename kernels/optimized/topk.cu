@@ -23,6 +23,14 @@ constexpr int kBins = 1 << kDigitBits;
 constexpr int64_t kSharedWords = 4096;  // a sort of up to 4096 words (32 KiB) stays in shared memory
 constexpr unsigned kFullWarp = 0xffffffffu;
 
+// The rank word of element i, or the largest word for an element the filter excludes: it then ranks
+// after every candidate (a NaN candidate's word is below it: its index bit 31 is 0), so it is never
+// among the k smallest when k does not exceed the candidates.
+__device__ __forceinline__ Word word_at(const TopkParams& p, const float* s, int64_t i) {
+  if (p.parent_kept && !p.parent_kept[i / p.group_size]) return ~Word(0);
+  return ::kvsim::ref::hd::rank_word(s[i], int32_t(i));
+}
+
 __global__ void __launch_bounds__(kThreads) topk_kernel(TopkParams p, int64_t k, int64_t cap) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const float* s = p.scores + int64_t(blockIdx.x) * p.n;
@@ -36,14 +44,14 @@ __global__ void __launch_bounds__(kThreads) topk_kernel(TopkParams p, int64_t k,
   __shared__ long long s_need;
   __shared__ int s_done;
   Word prefix = 0, mask = 0;
-  if (k < n) {
+  if (k < n) {  // (k = n: every element is kept; with a filter k < n unless all compete)
     if (tid == 0) s_prefix = 0, s_mask = 0, s_need = k, s_done = 0;
     for (int shift = 64 - kDigitBits; shift >= 0; shift -= kDigitBits) {
       for (int d = tid; d < kBins; d += blockDim.x) hist[d] = 0;
       __syncthreads();
       prefix = s_prefix, mask = s_mask;
       for (int64_t i = tid; i < n; i += blockDim.x) {
-        const Word w = ::kvsim::ref::hd::rank_word(s[i], int32_t(i));
+        const Word w = word_at(p, s, i);
         if ((w & mask) == prefix) atomicAdd(&hist[(w >> shift) & (kBins - 1)], 1u);
       }
       __syncthreads();
@@ -71,8 +79,8 @@ __global__ void __launch_bounds__(kThreads) topk_kernel(TopkParams p, int64_t k,
   int64_t base_pos = 0;
   for (int64_t base = 0; base < n; base += blockDim.x) {
     const int64_t i = base + tid;
-    const Word w = i < n ? ::kvsim::ref::hd::rank_word(s[i], int32_t(i)) : ~Word(0);
-    const bool keep = i < n && (w & mask) <= prefix;
+    const Word w = i < n ? word_at(p, s, i) : ~Word(0);
+    const bool keep = i < n && w != ~Word(0) && (w & mask) <= prefix;
     const unsigned ballot = __ballot_sync(kFullWarp, keep);
     if (lane == 0) warp_kept[warp] = __popc(ballot);
     __syncthreads();
@@ -123,6 +131,7 @@ int64_t topk_workspace_words(int64_t k, int64_t n) {
 
 int64_t topk(const TopkParams& p) {
   if (p.n < 0 || p.rows < 0 || p.n > INT32_MAX) throw std::runtime_error("opt::topk: n outside [0, 2^31)");
+  if (p.parent_kept && p.group_size <= 0) throw std::runtime_error("opt::topk: group_size <= 0");
   const int64_t k = p.k < 0 ? 0 : (p.k > p.n ? p.n : p.k);
   if (k == 0 || p.rows == 0) return k;
   const int64_t cap = pow2_at_least(k);

@@ -195,19 +195,20 @@ Case cuda_opt_chess_select() {
       auto sc = std::make_shared<DBuf<float>>(size_t(n));
       auto g = std::make_shared<DBuf<int32_t>>(size_t(G)), ch = std::make_shared<DBuf<int32_t>>(size_t(C)),
            pg = std::make_shared<DBuf<int32_t>>(size_t(P));
+      auto mask = std::make_shared<DBuf<unsigned char>>(size_t(C));
       opt::ChessSelectParams p;
       p.anchor = a->get(), p.summaries = M->get(), p.scores = sc->get();
       p.num_pages = P, p.pages_per_chunk = 8, p.chunks_per_grid = 8, p.d = kD;
       p.rho_g = 0.5, p.rho_c = 0.5, p.rho_p = 0.25;
-      p.grids = g->get(), p.chunks = ch->get(), p.pages = pg->get();
+      p.grids = g->get(), p.chunks = ch->get(), p.pages = pg->get(), p.level_mask = mask->get();
       return [=] {
-        (void)M, (void)a, (void)sc, (void)g, (void)ch, (void)pg;
+        (void)M, (void)a, (void)sc, (void)g, (void)ch, (void)pg, (void)mask;
         opt::cuda::chess_select(p);
       };
     }, 64);
     in.work.flops = 2.0 * double(n) * kD;
     in.work.hbm_bytes = double(n) * kD * 4 + double(n) * 4;  // the summaries once, the scores once
-    in.work.launches = 6;
+    in.work.launches = 6;  // scores, 3 top-k, 2 marks (+ 2 memsets, 2 small readbacks)
     return in;
   };
   return c;
