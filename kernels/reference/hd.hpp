@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__)
 #define KVSIM_HD __host__ __device__
@@ -71,6 +72,22 @@ KVSIM_HD inline bool ranks_before(float sa, int64_t ia, float sb, int64_t ib) {
   if (na != nb) return nb;  // a non-NaN before a NaN
   if (!na && sa != sb) return sa > sb;
   return ia < ib;
+}
+
+// ranks_before as one unsigned 64-bit word, so a selection compares plain words instead of chasing
+// indices into the scores (and a radix select can walk its bits): high word = the score mapped to an
+// order-reversed unsigned key (higher score -> smaller; -0 = +0; NaN last), low word = the index (ties
+// by the lower index). Ascending words are exactly the ranking. `unsigned long long` (not uint64_t) is
+// the type CUDA's 64-bit atomics and shuffles take.
+KVSIM_HD inline unsigned long long rank_word(float f, int32_t i) {
+  uint32_t key = 0;  // NaN: ranks last
+  if (f == f) {
+    if (f == 0.f) f = 0.f;  // -0 ties with +0, as ranks_before has it
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    key = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending in f
+  }
+  return (static_cast<unsigned long long>(~key) << 32) | uint32_t(i);
 }
 
 // How many of n candidates a retention ratio rho keeps (select.hpp's quantile_keep_count, which

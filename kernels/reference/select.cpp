@@ -12,28 +12,11 @@
 
 namespace kvsim::ref {
 
-namespace {
-// hd::ranks_before as one unsigned integer per element, so the selection compares plain words instead
-// of chasing indices into the scores (the top-k of qcIVF's build over every prompt key was two thirds
-// of a CTKVR replay): high word = the score mapped to an order-reversed unsigned key (higher score ->
-// smaller; -0 = +0; NaN last), low word = the index (ties by lower index).
-uint64_t rank_word(float f, int32_t i) {
-  uint32_t key = 0;  // NaN: ranks last
-  if (f == f) {
-    if (f == 0.f) f = 0.f;  // -0 ties with +0, as ranks_before has it
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    key = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending in f
-  }
-  return (uint64_t(~key) << 32) | uint32_t(i);
-}
-}  // namespace
-
 int64_t topk_indices(const float* scores, int64_t n, int64_t k, int32_t* out) {
   k = std::clamp<int64_t>(k, 0, n);
   if (k == 0) return 0;
   std::vector<uint64_t> w(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) w[size_t(i)] = rank_word(scores[i], int32_t(i));
+  for (int64_t i = 0; i < n; ++i) w[size_t(i)] = hd::rank_word(scores[i], int32_t(i));
   // A strict total order, so selecting the k-th then sorting the first k gives exactly partial_sort's
   // output, in O(n + k log k).
   if (k < n) std::nth_element(w.begin(), w.begin() + (k - 1), w.end());

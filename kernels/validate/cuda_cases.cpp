@@ -1,4 +1,5 @@
-// The simple CUDA reference kernels as validation cases (`kvsim validate --device cuda`), timed with
+// The simple CUDA reference kernels (and, appended, the optimized ones: cuda_optimized_cases.cpp) as
+// validation cases (`kvsim validate --device cuda`), timed with
 // CUDA events, one instance at a time. Compiled everywhere; without CUDA built in the list is empty
 // (and `kvsim validate --device cuda` stops before it, saying there is no CUDA device).
 #include <algorithm>
@@ -129,7 +130,9 @@ Case cuda_h2d_copy() {
 }  // namespace
 
 std::vector<Case> cuda_cases() {
-  return {cuda_decode_attention(), cuda_gather(), cuda_score(), cuda_page_means(), cuda_h2d_copy()};
+  std::vector<Case> all = {cuda_decode_attention(), cuda_gather(), cuda_score(), cuda_page_means(), cuda_h2d_copy()};
+  for (Case& c : cuda_optimized_cases()) all.push_back(std::move(c));
+  return all;
 }
 
 Timer cuda_timer() {

@@ -123,6 +123,8 @@ struct HostCeilingsMeasured {
 HostCeilingsMeasured measure_host_ceilings(int threads, const Timer& timer, const Options& o);
 // The simple CUDA kernels (empty without CUDA built in) and the CUDA-event timer (one instance).
 std::vector<Case> cuda_cases();
+// The optimized CUDA kernels' cases (cuda_optimized_cases.cpp); cuda_cases() includes them.
+std::vector<Case> cuda_optimized_cases();
 Timer cuda_timer();
 
 // Runs the cases, fits, writes and reloads the calibration, and evaluates it. `uncalibrated` is the

@@ -1,0 +1,227 @@
+// Split-KV paged decode attention with GQA and float4 loads (FlashInfer's BatchDecodeWithPagedKVCache
+// design, float32), and the merge of the splits' partial states. Same contract as
+// kvsim::ref::paged_decode_attention; sparse page-list attention is the same kernel over a rewritten
+// indices list. Design and bound: kernels/optimized/README.md.
+//
+// Kernel 1, one block per (KV split, KV head, request), blockDim = (head_dim / 4, 128 / (head_dim / 4)):
+//   x: a 16-byte float4 slice of head_dim, so one token's K (or V) row of one head is read by bdx lanes
+//      as one coalesced segment; y: bdy tokens in flight at once.
+//   Every query head of the GQA group is held in registers (GROUP float4 per thread), so each K and V
+//   byte of a KV head is read once for the whole group instead of once per query head: that is what
+//   makes decode attention memory-bound at the cache's size rather than GROUP times it.
+//   Each token row keeps its own online-softmax state per query head (no barrier in the main loop; the
+//   dot product is reduced across the bdx lanes with xor shuffles), and the bdy states are merged once
+//   through shared memory at the end.
+// Kernel 2 (only when there is more than one split), one block per (request, query head): the exact
+//   (o, lse) merge of the splits, max-shifted (kvsim::ref::merge_states).
+// Splitting the KV sequence is what fills the GPU when batch · num_kv_heads is small (long-context
+// decode of one request): without it one block walks the whole sequence on one SM.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/optimized/cuda.hpp"
+#include "kernels/reference/cuda_common.cuh"
+#include "kernels/reference/hd.hpp"
+
+namespace kvsim::opt::KVSIM_CUDA_BACKEND {
+namespace {
+namespace check = ::kvsim::ref::KVSIM_CUDA_BACKEND::detail;
+using ::kvsim::ref::hd::OnlineSoftmax;
+
+constexpr int kThreads = 128;  // per block: enough warps in flight per SM with several blocks resident
+constexpr int kMaxGroup = 8;   // query heads per KV head held in registers (GQA groups up to 8)
+constexpr int kVec = 4;        // floats per load: one 16-byte float4
+// Blocks the split planner aims for: two per SM of an H100 SXM (132 SMs), so every SM stays busy.
+constexpr int64_t kTargetBlocks = 2 * 132;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float dot4(const float4& a, const float4& b) {
+  return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+}
+
+template <int GROUP>
+__global__ void __launch_bounds__(kThreads)
+    split_kv_decode_kernel(PagedDecodeParams p, int pages_per_split, int splits) {
+  // threadIdx.x < bdx is the same for every lane of a bdx-wide segment of a warp (bdx divides 32).
+  const int tx = threadIdx.x, ty = threadIdx.y, bdx = blockDim.x, bdy = blockDim.y;
+  const int split = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+  const int ps = p.page_size;
+  const int page_begin = p.indptr[b];
+  const int num_pages = p.indptr[b + 1] - page_begin;
+  const int64_t n = num_pages > 0 ? int64_t(num_pages - 1) * ps + p.last_page_len[b] : 0;
+  const int64_t t_begin = int64_t(split) * pages_per_split * ps;
+  // The last split takes whatever remains, so a low max_pages_per_request costs balance, not tokens.
+  const int64_t t_end = split == splits - 1 ? n : (n < t_begin + int64_t(pages_per_split) * ps ? n : t_begin + int64_t(pages_per_split) * ps);
+
+  float4 q[GROUP], acc[GROUP];
+  OnlineSoftmax st[GROUP];
+  for (int g = 0; g < GROUP; ++g) {
+    const float* qh = p.q + (int64_t(b) * p.num_qo_heads + kvh * GROUP + g) * p.head_dim + tx * kVec;
+    const float4 v = load4(qh);
+    q[g] = make_float4(v.x * p.scale, v.y * p.scale, v.z * p.scale, v.w * p.scale);  // scale folded in once
+    acc[g] = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+
+  // A uniform trip count for the whole block: a warp holds 32 / bdx token rows and all of them must
+  // reach the shuffles together, so rows past t_end run with a zero row and push nothing.
+  for (int64_t base = t_begin; base < t_end; base += bdy) {
+    const int64_t t = base + ty;
+    const bool valid = t < t_end;
+    float4 k = make_float4(0.f, 0.f, 0.f, 0.f), v = k;
+    if (valid) {
+      const int64_t page = p.indices[page_begin + t / ps];
+      const int64_t off = ((page * ps + t % ps) * p.num_kv_heads + kvh) * int64_t(p.head_dim) + tx * kVec;
+      k = load4(p.k_pages + off);
+      v = load4(p.v_pages + off);  // issued before the dot products need k: both loads in flight
+    }
+    for (int g = 0; g < GROUP; ++g) {
+      float s = dot4(q[g], k);
+      for (int o = bdx / 2; o > 0; o >>= 1) s += __shfl_xor_sync(kFullWarp, s, o, bdx);
+      if (!valid) continue;
+      float rescale, pr;
+      st[g].push(s, rescale, pr);
+      acc[g].x = acc[g].x * rescale + pr * v.x;
+      acc[g].y = acc[g].y * rescale + pr * v.y;
+      acc[g].z = acc[g].z * rescale + pr * v.z;
+      acc[g].w = acc[g].w * rescale + pr * v.w;
+    }
+  }
+
+  // Merge the bdy token rows' states: each row's (m, l, acc) to shared memory, then query head g is
+  // merged by row g (mod bdy), each lane its own float4 of channels.
+  __shared__ float4 acc_s[kThreads * GROUP];
+  __shared__ float m_s[kThreads * GROUP], l_s[kThreads * GROUP];
+  for (int g = 0; g < GROUP; ++g) {
+    acc_s[(ty * GROUP + g) * bdx + tx] = acc[g];
+    if (tx == 0) m_s[ty * GROUP + g] = st[g].m, l_s[ty * GROUP + g] = st[g].l;
+  }
+  __syncthreads();
+  for (int g = ty; g < GROUP; g += bdy) {
+    float M = -INFINITY;
+    for (int y = 0; y < bdy; ++y) M = fmaxf(M, m_s[y * GROUP + g]);
+    float L = 0.f;
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (M > -INFINITY) {
+      for (int y = 0; y < bdy; ++y) {
+        const float my = m_s[y * GROUP + g];
+        const float w = my > -INFINITY ? expf(my - M) : 0.f;
+        const float4 a = acc_s[(y * GROUP + g) * bdx + tx];
+        L += w * l_s[y * GROUP + g];
+        o.x += w * a.x, o.y += w * a.y, o.z += w * a.z, o.w += w * a.w;
+      }
+    }
+    const float inv = L > 0.f ? 1.f / L : 0.f;
+    const float lse = L > 0.f ? M + logf(L) : -INFINITY;
+    const int64_t row = int64_t(b) * p.num_qo_heads + kvh * GROUP + g;
+    float* dst;
+    float* lse_dst;
+    if (splits == 1) {
+      dst = p.out + row * p.head_dim;
+      lse_dst = p.lse + row;
+    } else {  // a partial state: [row, split, head_dim + 1], the lse after the channels
+      dst = p.workspace + (row * splits + split) * (p.head_dim + 1);
+      lse_dst = dst + p.head_dim;
+    }
+    // Partial states have a row stride of head_dim + 1 floats, so they are stored as scalars.
+    dst[tx * kVec + 0] = o.x * inv;
+    dst[tx * kVec + 1] = o.y * inv;
+    dst[tx * kVec + 2] = o.z * inv;
+    dst[tx * kVec + 3] = o.w * inv;
+    if (tx == 0) *lse_dst = lse;
+  }
+}
+
+// One block per (request, query head): out = Σ_s w_s o_s, w_s = exp(lse_s - lse), lse = log Σ exp(lse_s).
+__global__ void __launch_bounds__(kThreads) merge_splits_kernel(PagedDecodeParams p, int splits) {
+  const int64_t row = blockIdx.x;
+  const float* part = p.workspace + row * splits * (p.head_dim + 1);
+  float M = -INFINITY;
+  for (int s = 0; s < splits; ++s) M = fmaxf(M, part[s * (p.head_dim + 1) + p.head_dim]);
+  float L = 0.f;
+  if (M > -INFINITY)
+    for (int s = 0; s < splits; ++s) L += expf(part[s * (p.head_dim + 1) + p.head_dim] - M);
+  const float inv = L > 0.f ? 1.f / L : 0.f;
+  for (int c = threadIdx.x; c < p.head_dim; c += blockDim.x) {
+    float o = 0.f;
+    if (L > 0.f)
+      for (int s = 0; s < splits; ++s) {
+        const float ls = part[s * (p.head_dim + 1) + p.head_dim];
+        if (ls > -INFINITY) o += expf(ls - M) * part[s * (p.head_dim + 1) + c];
+      }
+    p.out[row * p.head_dim + c] = o * inv;
+  }
+  if (threadIdx.x == 0) p.lse[row] = L > 0.f ? M + logf(L) : -INFINITY;
+}
+
+struct Plan {
+  int splits = 1, pages_per_split = 1;
+};
+
+void validate(const PagedDecodeParams& p) {
+  const auto fail = [](const char* why) { throw std::runtime_error(std::string("opt::paged_decode_attention: ") + why); };
+  if (p.batch < 0 || p.page_size <= 0) fail("batch < 0 or page_size <= 0");
+  if (p.num_kv_heads <= 0 || p.num_qo_heads % p.num_kv_heads != 0) fail("num_qo_heads not a multiple of num_kv_heads");
+  if (p.num_qo_heads / p.num_kv_heads > kMaxGroup) fail("GQA group above 8");
+  const int lanes = p.head_dim / kVec;
+  if (p.head_dim % kVec != 0 || lanes < 1 || lanes > 32 || (lanes & (lanes - 1)) != 0)
+    fail("head_dim must be 4 times a power of two, at most 128");
+}
+
+Plan plan(const PagedDecodeParams& p) {
+  validate(p);
+  Plan pl;
+  const int maxp = p.max_pages_per_request;
+  if (maxp <= 0) return pl;
+  int pps = p.pages_per_split;
+  if (pps <= 0) {
+    const int64_t blocks = int64_t(p.batch) * p.num_kv_heads;
+    const int64_t want = blocks >= kTargetBlocks || blocks == 0 ? 1 : (kTargetBlocks + blocks - 1) / blocks;
+    // At least 256 tokens per split: below that the merge costs more than the parallelism gains.
+    const int min_pps = (256 + p.page_size - 1) / p.page_size;
+    pps = int((maxp + want - 1) / want);
+    if (pps < min_pps) pps = min_pps;
+  }
+  pl.pages_per_split = pps;
+  pl.splits = (maxp + pps - 1) / pps;
+  return pl;
+}
+
+template <int GROUP>
+void launch_split(const PagedDecodeParams& p, const Plan& pl) {
+  const int bdx = p.head_dim / kVec;
+  KVSIM_LAUNCH(split_kv_decode_kernel<GROUP>, dim3(pl.splits, p.num_kv_heads, p.batch), dim3(bdx, kThreads / bdx))
+  (p, pl.pages_per_split, pl.splits);
+}
+}  // namespace
+
+int paged_decode_splits(const PagedDecodeParams& p) { return plan(p).splits; }
+
+int64_t paged_decode_workspace_floats(const PagedDecodeParams& p) {
+  const Plan pl = plan(p);
+  return pl.splits == 1 ? 0 : int64_t(p.batch) * p.num_qo_heads * pl.splits * (p.head_dim + 1);
+}
+
+void paged_decode_attention(const PagedDecodeParams& p) {
+  const Plan pl = plan(p);
+  if (p.batch == 0 || p.num_qo_heads == 0) return;
+  if (pl.splits > 1 && !p.workspace) throw std::runtime_error("opt::paged_decode_attention: workspace required");
+  switch (p.num_qo_heads / p.num_kv_heads) {
+    case 1: launch_split<1>(p, pl); break;
+    case 2: launch_split<2>(p, pl); break;
+    case 3: launch_split<3>(p, pl); break;
+    case 4: launch_split<4>(p, pl); break;
+    case 5: launch_split<5>(p, pl); break;
+    case 6: launch_split<6>(p, pl); break;
+    case 7: launch_split<7>(p, pl); break;
+    default: launch_split<8>(p, pl); break;
+  }
+  check::check_launch("opt::paged_decode_attention");
+  if (pl.splits > 1) {
+    KVSIM_LAUNCH(merge_splits_kernel, p.batch * p.num_qo_heads, kThreads)(p, pl.splits);
+    check::check_launch("opt::paged_decode_attention (merge)");
+  }
+}
+
+}  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

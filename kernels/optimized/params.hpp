@@ -1,0 +1,93 @@
+// The parameter structs of the optimized CUDA kernels (kernels/optimized/*.cu), one per kernel, in the
+// style of FlashInfer's Params: a launcher takes one struct instead of a long list of raw pointers, so a
+// call site names every field and a new field does not reorder every caller. Pointers are DEVICE
+// pointers (or mapped pinned host memory where a field says so); plain ints are host values the
+// launcher plans with. No CUDA header is needed here, and the .cu files (C++17) include it too.
+#pragma once
+#include <cstdint>
+
+namespace kvsim::opt {
+
+// Split-KV paged decode attention with GQA (paged_decode.cu). The cache and page table are FlashInfer's
+// (kernels/reference/paged.hpp): k_pages, v_pages [num_pages, page_size, num_kv_heads, head_dim] (NHD);
+// request b owns pages indices[indptr[b] .. indptr[b+1]), all full but the last, which holds
+// last_page_len[b] tokens. Sparse page-list attention is the same call with a rewritten indices list.
+struct PagedDecodeParams {
+  const float* q = nullptr;  // [batch, num_qo_heads, head_dim]
+  const float* k_pages = nullptr;
+  const float* v_pages = nullptr;
+  const int32_t* indptr = nullptr;         // [batch + 1]
+  const int32_t* indices = nullptr;        // page ids
+  const int32_t* last_page_len = nullptr;  // [batch], 1..page_size
+  float* out = nullptr;                    // [batch, num_qo_heads, head_dim]
+  float* lse = nullptr;                    // [batch, num_qo_heads], natural log
+  int batch = 0, num_qo_heads = 0, num_kv_heads = 0, head_dim = 0, page_size = 0;
+  float scale = 1.f;
+  // Planning (host values; FlashInfer's plan() reads them from a host copy of indptr):
+  int max_pages_per_request = 0;  // an upper bound of indptr[b+1] - indptr[b]
+  int pages_per_split = 0;        // KV pages per split; 0 = pick so the grid fills the GPU
+  // Partial states of the splits, [batch, num_qo_heads, splits, head_dim + 1] floats; required when
+  // the plan has more than one split (paged_decode_workspace_floats says how many).
+  float* workspace = nullptr;
+};
+
+// Top-k / quantile selection per row (topk.cu): the exact ranking of kvsim::ref::topk (higher score
+// first, ties by the lower index, NaN last, -0 = +0).
+struct TopkParams {
+  const float* scores = nullptr;  // [rows, n]
+  int32_t* out = nullptr;         // [rows, min(k, n)]
+  int rows = 0;
+  int64_t n = 0, k = 0;
+  bool rank_order = true;  // true: best first (topk); false: ascending index (quantile_select's kept set)
+  // Optional candidate filter (CHESS's survivors of a level): element i competes only when
+  // parent_kept[i / group_size] != 0; k must not exceed the number of such candidates.
+  const unsigned char* parent_kept = nullptr;
+  int64_t group_size = 1;
+  // [rows, topk_workspace_words] words, required only when topk_workspace_words(k, n) > 0 (a large k).
+  unsigned long long* workspace = nullptr;
+};
+
+// Gather of offloaded KV rows into a staging buffer as runs of adjacent rows (gather_runs.cu). Run r
+// copies rows [src_row[r], src_row[r] + rows[r]) of src to rows [dst_row[r], ...) of dst; run_planner.hpp
+// builds the runs from a page list on the host.
+struct GatherRunsParams {
+  const float* src = nullptr;  // [*, row_elems]; may be mapped pinned host memory (zero-copy gather)
+  float* dst = nullptr;        // [Σ rows, row_elems]; e.g. the pinned staging buffer
+  const int32_t* src_row = nullptr;  // [num_runs]
+  const int32_t* dst_row = nullptr;  // [num_runs]
+  const int32_t* rows = nullptr;     // [num_runs]
+  int64_t num_runs = 0;
+  int64_t row_elems = 0;
+};
+
+// CTKVR centroid recall + dedup (centroid_recall.cu): kvsim::ref::ctkvr_recall.
+struct CentroidRecallParams {
+  const float* q = nullptr;          // [G, d], the GQA group's queries
+  const float* centroids = nullptr;  // [G, C, d]
+  const int32_t* ivf = nullptr;      // [C, rho], key ids in [0, num_keys)
+  int32_t* out = nullptr;            // sorted unique recalled ids; room for min(c_prime, C)·rho
+  int32_t* chosen = nullptr;         // [min(c_prime, C)]: the chosen centroid ids, in rank order
+  int G = 0, C = 0, d = 0, rho = 0, c_prime = 0;
+  int64_t num_keys = 0;  // the bitmap's size: every ivf id is below it
+  float* centroid_scores = nullptr;  // [C] scratch: cosine per centroid, max over the group
+  unsigned* bitmap = nullptr;        // [ceil(num_keys / 32)] scratch: the dedup bitmap
+  int32_t* count = nullptr;          // [1] scratch: the recalled count, read back by the launcher
+};
+
+// CHESS selection (chess_select.cu): the anchor's scores over every summary vector of the three levels
+// in one launch, then the hierarchical quantile select of the regular hierarchy (page p in chunk
+// p / pages_per_chunk, chunk c in grid c / chunks_per_grid), as policies/chess/selector.cpp does it.
+struct ChessSelectParams {
+  const float* anchor = nullptr;     // [d]
+  const float* summaries = nullptr;  // [G + C + P, d]: grid, chunk and page vectors, concatenated
+  float* scores = nullptr;           // [G + C + P]: the scores, written (dot · scale)
+  int64_t num_pages = 0;             // P; C = ceil(P / pages_per_chunk), G = ceil(C / chunks_per_grid)
+  int pages_per_chunk = 0, chunks_per_grid = 0, d = 0;
+  float scale = 1.f;
+  double rho_g = 1, rho_c = 1, rho_p = 1;
+  bool masked_all = false;  // QuantileScope::masked_all instead of survivors (kernels/reference/select.hpp)
+  int32_t *grids = nullptr, *chunks = nullptr, *pages = nullptr;  // [G], [C], [P]: kept ids, ascending
+  unsigned char* level_mask = nullptr;  // [C] scratch: the kept marks of the level above (survivors)
+};
+
+}  // namespace kvsim::opt
