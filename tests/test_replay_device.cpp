@@ -63,7 +63,9 @@ void expect_agreement(const nlohmann::json& j) {
     EXPECT_EQ(c["selection_on_backend"].get<bool>(), kOnBackend.count(name) == 1);
     for (const auto& s : c["steps"]) steps[name][s["step"]] = s["where"];
   }
-  ASSERT_EQ(steps.size(), 9u);
+  std::string names;
+  for (const auto& [name, where] : steps) names += name + " ";
+  ASSERT_EQ(steps.size(), 9u) << names;
   for (auto& [name, where] : steps) {
     SCOPED_TRACE(name);
     EXPECT_EQ(where["gather_attention"], "device");
@@ -143,9 +145,13 @@ TEST(ReplayDevice, SmolLm2TraceEveryPolicyAgreesWithTheHost) {
   const std::string tr = std::string(::testing::TempDir()) + "kvsim_replay_device_smollm2.safetensors";
   {
     const llm::LlamaModel model(model_path);
-    const auto prompt = model.tokenizer().encode(
-        "The river runs through the old town. Farmers sell apples at the market by the bridge. In winter the "
-        "river freezes and children skate on it. The market moves indoors. Question: what do farmers sell?");
+    // About 250 tokens: long enough that every policy has a point at the sweep's smallest budgets.
+    std::string text;
+    for (const char* town : {"old town", "harbour", "valley", "hill village", "capital"})
+      text += std::string("The river runs through the ") + town +
+              ". Farmers sell apples at the market by the bridge. In winter the river freezes and children skate "
+              "on it. The market moves indoors, and the bakers sell bread and cakes to travellers. ";
+    const auto prompt = model.tokenizer().encode(text + "Question: what do farmers sell?");
     llm::CaptureOptions o;
     o.obs_window = 8;
     o.stop_at_eos = false;
@@ -153,5 +159,5 @@ TEST(ReplayDevice, SmolLm2TraceEveryPolicyAgreesWithTheHost) {
     const MemoryTrace trace(llm::capture_trace(model, prompt, 6, o));
     write_trace(tr, trace, DType::fp32);
   }
-  expect_agreement(replay_json(tr, "--device cuda --budget-sweep"));
+  expect_agreement(replay_json(tr, "--device cuda --budget-sweep --max-steps 4"));
 }
