@@ -23,7 +23,7 @@ namespace {
 
 // Policies whose selector runs its kernels on the backend (policies/kernel_selector.hpp); the others
 // select on the host and run only their attention on the device.
-const std::set<std::string> kOnBackend = {"snapkv", "chunkkv", "quest", "ctkvr", "sentencekv"};
+const std::set<std::string> kOnBackend = {"snapkv", "chunkkv", "quest", "ctkvr", "sentencekv", "chess"};
 
 std::string tiny_trace() {
   static const std::string path = [] {
@@ -81,6 +81,11 @@ void expect_agreement(const nlohmann::json& j) {
     if (name == "sentencekv") {
       for (const char* s : {"obs_window_scores", "topk", "segment_mean", "score_gemv", "dedup"})
         EXPECT_EQ(where[s], "device") << s;
+    }
+    if (name == "chess") {
+      for (const char* s : {"score_gemv", "chess_hierarchical_select", "dedup"}) EXPECT_EQ(where[s], "device") << s;
+      for (const char* s : {"chess_page_vectors", "tail_mean", "group_mean", "chess_context_pages"})
+        EXPECT_EQ(where[s], "host") << s;  // no CUDA twins yet
     }
     if (name == "ctkvr") {
       EXPECT_EQ(where["qcivf_build"], "device");

@@ -20,6 +20,11 @@ const char* step_name(Step s) {
     case Step::score_gemv: return "score_gemv";
     case Step::segment_mean: return "segment_mean";
     case Step::dedup: return "dedup";
+    case Step::chess_select: return "chess_hierarchical_select";
+    case Step::page_vectors: return "chess_page_vectors";
+    case Step::tail_mean: return "tail_mean";
+    case Step::group_mean: return "group_mean";
+    case Step::context_pages: return "chess_context_pages";
   }
   return "?";
 }

@@ -37,6 +37,11 @@ enum class Step {
   score_gemv,        // score_gemv (dot or cosine)
   segment_mean,      // segment_mean
   dedup,             // dedup
+  chess_select,      // chess_hierarchical_select (the regular hierarchy)
+  page_vectors,      // chess_page_vectors (no CUDA twin)
+  tail_mean,         // tail_mean (no CUDA twin)
+  group_mean,        // group_mean (no CUDA twin)
+  context_pages,     // chess_context_pages (no CUDA twin)
 };
 const char* step_name(Step s);
 
@@ -169,6 +174,39 @@ struct DedupParams {  // ref::dedup: sorted, unique
   int64_t n = 0;
 };
 
+struct ChessSelectParams {  // ref::chess_hierarchical_select over the regular hierarchy, survivors scope
+  const float *grid_scores = nullptr, *chunk_scores = nullptr, *page_scores = nullptr;
+  int64_t pages = 0;  // chunks = ceil(pages / pages_per_chunk), grids = ceil(chunks / chunks_per_grid)
+  int pages_per_chunk = 1, chunks_per_grid = 1;
+  double rho_g = 1, rho_c = 1, rho_p = 1;
+};
+struct ChessKept {  // kept ids per level, ascending
+  std::vector<int32_t> grids, chunks, pages;
+};
+struct PageVectorsParams {  // ref::chess_page_vectors
+  const float* const* sources = nullptr;  // [count] key rows of every (layer, KV head), each [n, d]
+  int64_t count = 0, n = 0;
+  int d = 0, page_size = 1;
+  float* out = nullptr;
+};
+struct TailMeanParams {  // ref::tail_mean: mean of the last w rows of X[m, d]
+  const float* X = nullptr;
+  int64_t m = 0;
+  int d = 0;
+  int64_t w = 0;
+  float* out = nullptr;  // [d]
+};
+struct GroupMeanParams {  // ref::group_mean: out[ceil(m / group), d]
+  const float* X = nullptr;
+  int64_t m = 0;
+  int d = 0, group = 1;
+  float* out = nullptr;
+};
+struct ContextPagesParams {  // ref::chess_context_pages
+  const int32_t* selected = nullptr;
+  int64_t count = 0, num_pages = 0, sink_pages = 0, window_pages = 0;
+};
+
 // Which steps ran where, and how often (thread-safe: replay's attention runs on worker threads).
 class StepLog {
  public:
@@ -222,6 +260,14 @@ class Backend {
   void segment_mean(const SegmentMeanParams& p) const { log(Step::segment_mean), do_segment_mean(p); }
   std::vector<int32_t> dedup(const DedupParams& p) const { return log(Step::dedup), do_dedup(p); }
 
+  ChessKept chess_select(const ChessSelectParams& p) const { return log(Step::chess_select), do_chess_select(p); }
+  void chess_page_vectors(const PageVectorsParams& p) const { log(Step::page_vectors), do_chess_page_vectors(p); }
+  void tail_mean(const TailMeanParams& p) const { log(Step::tail_mean), do_tail_mean(p); }
+  void group_mean(const GroupMeanParams& p) const { log(Step::group_mean), do_group_mean(p); }
+  std::vector<int32_t> chess_context_pages(const ContextPagesParams& p) const {
+    return log(Step::context_pages), do_chess_context_pages(p);
+  }
+
   const StepLog& steps() const { return *log_; }
 
  protected:
@@ -241,6 +287,11 @@ class Backend {
   virtual void do_score_gemv(const ScoreGemvParams& p) const = 0;
   virtual void do_segment_mean(const SegmentMeanParams& p) const = 0;
   virtual std::vector<int32_t> do_dedup(const DedupParams& p) const = 0;
+  virtual ChessKept do_chess_select(const ChessSelectParams& p) const = 0;
+  virtual void do_chess_page_vectors(const PageVectorsParams& p) const = 0;
+  virtual void do_tail_mean(const TailMeanParams& p) const = 0;
+  virtual void do_group_mean(const GroupMeanParams& p) const = 0;
+  virtual std::vector<int32_t> do_chess_context_pages(const ContextPagesParams& p) const = 0;
 
  private:
   void log(Step s) const { log_->record(s, where(s)); }

@@ -70,6 +70,24 @@ class HostBackend final : public Backend {
   std::vector<int32_t> do_dedup(const DedupParams& p) const override {
     return ref::dedup(std::span<const int32_t>(p.ids, size_t(p.n)));
   }
+  ChessKept do_chess_select(const ChessSelectParams& p) const override {
+    const int64_t chunks = (p.pages + p.pages_per_chunk - 1) / p.pages_per_chunk;
+    const int64_t grids = (chunks + p.chunks_per_grid - 1) / p.chunks_per_grid;
+    auto s = ref::chess_hierarchical_select(
+        std::span<const float>(p.grid_scores, size_t(grids)), std::span<const float>(p.chunk_scores, size_t(chunks)),
+        std::span<const float>(p.page_scores, size_t(p.pages)), p.pages_per_chunk, p.chunks_per_grid, p.rho_g,
+        p.rho_c, p.rho_p);
+    return {std::move(s.grids), std::move(s.chunks), std::move(s.pages)};
+  }
+  void do_chess_page_vectors(const PageVectorsParams& p) const override {
+    ref::chess_page_vectors(std::span<const float* const>(p.sources, size_t(p.count)), p.n, p.d, p.page_size, p.out);
+  }
+  void do_tail_mean(const TailMeanParams& p) const override { ref::tail_mean(p.X, p.m, p.d, p.w, p.out); }
+  void do_group_mean(const GroupMeanParams& p) const override { ref::group_mean(p.X, p.m, p.d, p.group, p.out); }
+  std::vector<int32_t> do_chess_context_pages(const ContextPagesParams& p) const override {
+    return ref::chess_context_pages(std::span<const int32_t>(p.selected, size_t(p.count)), p.num_pages,
+                                    p.sink_pages, p.window_pages);
+  }
 };
 }  // namespace
 
