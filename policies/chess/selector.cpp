@@ -44,8 +44,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/reference/reference.hpp"
-#include "traces/select/selector.hpp"
+#include "policies/kernel_selector.hpp"
 #include "policies/chess/params.hpp"
 #include "policies/chess/policy.hpp"
 
@@ -63,7 +62,7 @@ double percentile(std::vector<double> v, double q) {
   return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
 }
 
-class ChessSelector final : public TraceSelector {
+class ChessSelector final : public KernelSelector {
  public:
   explicit ChessSelector(const ParamValues& values) {
     const Params p = param_table().read(values);
@@ -88,7 +87,8 @@ class ChessSelector final : public TraceSelector {
       std::vector<const float*> src;
       for (int l = 0; l < tr.layers; ++l)
         for (int h = 0; h < tr.kv_heads; ++h) src.push_back(tr.k(l, h));
-      ref::chess_page_vectors(src, full_pages_ * B_, tr.d, B_, vecs_.data());
+      kernels().chess_page_vectors({.sources = src.data(), .count = int64_t(src.size()), .n = full_pages_ * B_,
+                                    .d = tr.d, .page_size = B_, .out = vecs_.data()});
     }
     const auto& tok = tr.source->tokens();
     has_entropy_ = !tok.entropy.empty() && !tok.varentropy.empty();
@@ -137,7 +137,7 @@ class ChessSelector final : public TraceSelector {
     const int64_t npages = (p + 1 + B_ - 1) / B_;
     std::vector<int32_t> pages = selected_;
     for (int64_t i = grow_from_; i < npages; ++i) pages.push_back(int32_t(i));
-    pages = ref::dedup(pages);
+    pages = kernels().dedup({.ids = pages.data(), .n = int64_t(pages.size())});
     std::vector<int32_t> toks;
     for (int32_t pg : pages)
       for (int64_t t = int64_t(pg) * B_; t < std::min<int64_t>(p + 1, (int64_t(pg) + 1) * B_); ++t)
@@ -174,7 +174,8 @@ class ChessSelector final : public TraceSelector {
     std::vector<const float*> src;
     for (int l = 0; l < tr.layers; ++l)
       for (int h = 0; h < tr.kv_heads; ++h) src.push_back(tr.k(l, h) + a * tr.d);
-    ref::chess_page_vectors(src, cnt, tr.d, B_, vecs_.data() + size_t(i) * D_);
+    kernels().chess_page_vectors({.sources = src.data(), .count = int64_t(src.size()), .n = cnt, .d = tr.d,
+                                  .page_size = B_, .out = vecs_.data() + size_t(i) * D_});
   }
 
   void do_select(const TraceData& tr, int64_t p) {
@@ -185,7 +186,7 @@ class ChessSelector final : public TraceSelector {
     if (npages > complete) build_page(tr, complete, n);
     const int d = int(D_);
     std::vector<float> anchor(static_cast<size_t>(D_));
-    ref::tail_mean(vecs_.data(), npages, d, W_, anchor.data());
+    kernels().tail_mean({.X = vecs_.data(), .m = npages, .d = d, .w = W_, .out = anchor.data()});
     const int64_t hist = std::max<int64_t>(0, npages - W_);
     std::vector<int32_t> kept;
     if (hist > 0) {
@@ -195,17 +196,21 @@ class ChessSelector final : public TraceSelector {
       float* chunks = grids + size_t(ng) * D_;
       float* pages = chunks + size_t(nc) * D_;
       std::copy_n(vecs_.data(), size_t(hist) * D_, pages);
-      ref::group_mean(pages, hist, d, Nc_, chunks);
-      ref::group_mean(chunks, nc, d, Ng_, grids);
+      kernels().group_mean({.X = pages, .m = hist, .d = d, .group = Nc_, .out = chunks});
+      kernels().group_mean({.X = chunks, .m = nc, .d = d, .group = Ng_, .out = grids});
       std::vector<float> scores(static_cast<size_t>(ng + nc + hist));
-      ref::score_gemv(anchor.data(), all.data(), ng + nc + hist, d, scores.data());  // one product
-      const std::span<const float> S(scores);
-      const auto sel = ref::chess_hierarchical_select(S.subspan(0, size_t(ng)), S.subspan(size_t(ng), size_t(nc)),
-                                                      S.subspan(size_t(ng + nc), size_t(hist)), Nc_, Ng_, rg_, rc_, rp_);
-      kept = sel.pages;
+      kernels().score_gemv({.q = anchor.data(), .M = all.data(), .n = ng + nc + hist, .d = d,
+                            .scores = scores.data()});  // one product
+      kept = kernels()
+                 .chess_select({.grid_scores = scores.data(), .chunk_scores = scores.data() + ng,
+                                .page_scores = scores.data() + ng + nc, .pages = hist, .pages_per_chunk = Nc_,
+                                .chunks_per_grid = Ng_, .rho_g = rg_, .rho_c = rc_, .rho_p = rp_})
+                 .pages;
     }
     sel_pages_ += double(kept.size());
-    selected_ = ref::chess_context_pages(kept, npages, sinks_, W_);
+    selected_ = kernels().chess_context_pages(
+        {.selected = kept.data(), .count = int64_t(kept.size()), .num_pages = npages, .sink_pages = sinks_,
+         .window_pages = W_});
     grow_from_ = npages;
     last_select_ = p;
     ++selections_;

@@ -29,7 +29,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/reference/reference.hpp"
+#include "policies/kernel_selector.hpp"
 #include "traces/select/selector.hpp"
 #include "policies/chunkkv/params.hpp"
 #include "policies/chunkkv/policy.hpp"
@@ -39,7 +39,7 @@ using namespace kvsim::replay;
 
 namespace {
 
-class ChunkKvSelector final : public TraceSelector {
+class ChunkKvSelector final : public KernelSelector {
  public:
   explicit ChunkKvSelector(const ParamValues& values) {
     const Params p = param_table().read(values);
@@ -83,11 +83,12 @@ class ChunkKvSelector final : public TraceSelector {
             for (int g = 0; g < G; ++g)
               std::copy_n(tr.q(l, group[size_t(g)], s0), size_t(w) * d, Qw.data() + size_t(g) * w * d);
             std::vector<float> full(static_cast<size_t>(P));
-            ref::obs_window_scores(Qw.data(), G, int(w), tr.k(l, h), P, d, 1.f / std::sqrt(float(d)), full.data());
+            kernels().obs_window_scores({.queries = Qw.data(), .groups = G, .window = int(w), .keys = tr.k(l, h),
+                                         .n = P, .d = d, .scale = 1.f / std::sqrt(float(d)), .scores = full.data()});
             std::copy_n(full.data(), prefix, scores.data());
           }
-          ref::chunk_sum(scores.data(), prefix, chunk_, chunks.data());
-          for (int32_t c : ref::topk(chunks, k_))
+          kernels().chunk_sum({.scores = scores.data(), .n = prefix, .chunk = chunk_, .out = chunks.data()});
+          for (int32_t c : kernels().topk({.scores = chunks.data(), .n = C, .k = k_}))
             for (int64_t t = int64_t(c) * chunk_; t < std::min<int64_t>(prefix, (int64_t(c) + 1) * chunk_); ++t)
               kept.push_back(int32_t(t));
         }

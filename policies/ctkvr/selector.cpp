@@ -66,7 +66,9 @@ void CtkvrSelector::prefill(const TraceData& tr) {
       hs.ivf.assign(size_t(C_) * rho_, 0);
       hs.oldest = 0;  // slot 0 holds the earliest of the last C queries
       // Algorithm 1 lines 2-4 over the whole prompt key cache (not causally masked, as written).
-      if (C_ > 0) ref::qcivf_build(hs.centroids.data(), G, C_, tr.k(l, h), P_, d_, scale, rho_, hs.ivf.data());
+      if (C_ > 0)
+        kernels().qcivf_build({.centroids = hs.centroids.data(), .groups = G, .C = C_, .keys = tr.k(l, h), .n = P_,
+                               .d = d_, .scale = scale, .rho = rho_, .ivf = hs.ivf.data()});
   });
   prev_s_ = -1;
 }
@@ -108,7 +110,8 @@ void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelec
       last.chosen.clear();
       if (C_ > 0) {
         // (b) Q2Q^(c) recall: lines 1-4.
-        last.recall = ref::ctkvr_recall(Q.data(), G, hs.centroids.data(), C_, d_, hs.ivf.data(), rho_, cprime_);
+        last.recall = kernels().ctkvr_recall({.q = Q.data(), .groups = G, .centroids = hs.centroids.data(), .C = C_,
+                                              .d = d_, .ivf = hs.ivf.data(), .rho = rho_, .c_prime = cprime_});
         for (int32_t t : last.recall)
           if (t <= p && !on_gpu(t)) last.offloaded.push_back(t);
       }
@@ -117,7 +120,9 @@ void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelec
       const int keep = std::max(rho_prime_, rho_);
       std::vector<int32_t> ranked;
       if (!last.offloaded.empty())
-        ranked = ref::ctkvr_rerank(Q.data(), G, tr.k(l, h), n, d_, last.offloaded, scale, keep);
+        ranked = kernels().ctkvr_rerank({.q = Q.data(), .groups = G, .keys = tr.k(l, h), .n = n,
+                                         .resident_rows = tr.T, .d = d_, .recalled = last.offloaded.data(),
+                                         .m = int64_t(last.offloaded.size()), .scale = scale, .rho_prime = keep});
       last.chosen.assign(ranked.begin(), ranked.begin() + std::min<size_t>(ranked.size(), size_t(rho_prime_)));
       // Attended set: GPU part U CPU part.
       for (int64_t t = 0; t < init_end; ++t) sel.tokens.push_back(int32_t(t));

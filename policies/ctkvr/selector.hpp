@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "policies/ctkvr/params.hpp"
-#include "traces/select/selector.hpp"
+#include "policies/kernel_selector.hpp"
 
 namespace kvsim::policies::ctkvr {
 using replay::HeadSelection;
@@ -23,7 +23,7 @@ struct CtkvrOptions {
   bool fifo_update = true;
 };
 
-class CtkvrSelector final : public TraceSelector {
+class CtkvrSelector final : public KernelSelector {
  public:
   CtkvrSelector(const ParamValues& p, CtkvrOptions o = {});
   void prefill(const TraceData& trace) override;

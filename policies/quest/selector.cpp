@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/reference/reference.hpp"
+#include "policies/kernel_selector.hpp"
 #include "traces/select/selector.hpp"
 #include "policies/quest/params.hpp"
 #include "policies/quest/policy.hpp"
@@ -21,7 +21,7 @@ namespace kvsim::policies::quest {
 using namespace kvsim::replay;
 
 namespace {
-class QuestSelector final : public TraceSelector {
+class QuestSelector final : public KernelSelector {
  public:
   explicit QuestSelector(const Params& p)
       : page_(int(p.page_size)), budget_(int64_t(p.budget_tokens)) {}
@@ -33,7 +33,8 @@ class QuestSelector final : public TraceSelector {
       for (int h = 0; h < t.kv_heads; ++h) {
         auto& mm = minmax_[size_t(l) * t.kv_heads + h];
         mm.resize(size_t(2 * pages) * t.d);
-        ref::quest_page_minmax(t.k(l, h), t.T, t.d, page_, mm.data(), mm.data() + size_t(pages) * t.d);
+        kernels().quest_page_minmax({.keys = t.k(l, h), .n = t.T, .d = t.d, .page_size = page_, .kmin = mm.data(),
+                                     .kmax = mm.data() + size_t(pages) * t.d});
       }
   }
 
@@ -54,15 +55,17 @@ class QuestSelector final : public TraceSelector {
         kmin_.assign(mm.begin(), mm.begin() + pages * t.d);
         kmax_.assign(mm.begin() + all_pages * t.d, mm.begin() + (all_pages + pages) * t.d);
         // The partial last page: min/max of the tokens that exist at step p.
-        ref::quest_page_minmax(t.k(l, h) + last * page_ * t.d, last_len, t.d, page_, kmin_.data() + last * t.d,
-                               kmax_.data() + last * t.d);
+        kernels().quest_page_minmax({.keys = t.k(l, h) + last * page_ * t.d, .n = last_len, .d = t.d,
+                                     .page_size = page_, .kmin = kmin_.data() + last * t.d,
+                                     .kmax = kmax_.data() + last * t.d});
         score_.assign(size_t(pages), -INFINITY);
         bound_.resize(size_t(pages));
         for (int qh : t.group_of[size_t(h)]) {
-          ref::quest_page_bound(t.q(l, qh, s), kmin_.data(), kmax_.data(), pages, t.d, bound_.data());
+          kernels().quest_page_bound({.q = t.q(l, qh, s), .kmin = kmin_.data(), .kmax = kmax_.data(), .pages = pages,
+                                      .d = t.d, .bound = bound_.data()});
           for (int64_t i = 0; i < pages; ++i) score_[size_t(i)] = std::max(score_[size_t(i)], bound_[size_t(i)]);
         }
-        const std::vector<int32_t> chosen = ref::quest_select_pages(score_.data(), pages, k);
+        const std::vector<int32_t> chosen = kernels().quest_select_pages({.bound = score_.data(), .pages = pages, .k = k});
         for (int32_t pg : chosen) {
           const int64_t a = int64_t(pg) * page_, b = std::min<int64_t>(n, a + page_);
           for (int64_t i = a; i < b; ++i) sel.tokens.push_back(int32_t(i));

@@ -51,7 +51,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/reference/reference.hpp"
+#include "policies/kernel_selector.hpp"
 #include "traces/select/selector.hpp"
 #include "policies/sentencekv/params.hpp"
 #include "policies/sentencekv/policy.hpp"
@@ -61,7 +61,7 @@ using namespace kvsim::replay;
 
 namespace {
 
-class SentenceKvSelector final : public TraceSelector {
+class SentenceKvSelector final : public KernelSelector {
  public:
   explicit SentenceKvSelector(const ParamValues& values) {
     const Params p = param_table().read(values);
@@ -118,12 +118,14 @@ class SentenceKvSelector final : public TraceSelector {
         Qw.resize(size_t(G) * w * d);
         for (int g = 0; g < G; ++g)
           std::copy_n(tr.q(l, group[size_t(g)], s0), size_t(w) * d, Qw.data() + size_t(g) * w * d);
-        ref::obs_window_scores(Qw.data(), G, int(w), tr.k(l, h), P, d, scale, full.data());
+        kernels().obs_window_scores({.queries = Qw.data(), .groups = G, .window = int(w), .keys = tr.k(l, h), .n = P,
+                                     .d = d, .scale = scale, .scores = full.data()});
         for (int64_t i = 0; i < prefix; ++i) alpha[size_t(i)] += full[size_t(i)];
       }
       // Global top floor(r tau) among the candidates.
       std::vector<float> cand(alpha.begin() + cand_begin, alpha.begin() + std::max(cand_begin, cand_end));
-      std::vector<int32_t> top = ref::topk(cand, keep_n);  // rank order (most important first)
+      // rank order (most important first)
+      std::vector<int32_t> top = kernels().topk({.scores = cand.data(), .n = int64_t(cand.size()), .k = keep_n});
       // Group by sentence, keeping importance order inside each sentence.
       std::vector<std::vector<int32_t>> by_sentence(static_cast<size_t>(nsent));
       for (int32_t c : top) {
@@ -151,7 +153,8 @@ class SentenceKvSelector final : public TraceSelector {
           }
         }
         if (m > 0)
-          ref::segment_mean(X.data(), int64_t(X.size() / size_t(d)), d, seg, ly.vectors.data() + size_t(h) * m * d);
+          kernels().segment_mean({.X = X.data(), .n = int64_t(X.size() / size_t(d)), .d = d, .starts = seg.data(),
+                                  .segments = int64_t(seg.size()), .out = ly.vectors.data() + size_t(h) * m * d});
       }
     }
     kept_total_ /= std::max(1, L);
@@ -198,11 +201,13 @@ class SentenceKvSelector final : public TraceSelector {
           if (cnt > 0)
             for (float& x : qbar) x /= float(cnt);
           scores.assign(size_t(m), 0.f);
-          if (m > 0) ref::score_gemv(qbar.data(), ly.vectors.data() + size_t(h) * m * d, m, d, scores.data());
+          if (m > 0)
+            kernels().score_gemv({.q = qbar.data(), .M = ly.vectors.data() + size_t(h) * m * d, .n = m, .d = d,
+                                  .scores = scores.data()});
           std::vector<int32_t>& got = current_[size_t(l) * H + h];
           got.clear();
           int64_t budget = retrieve_, nsent = 0;
-          for (int32_t j : ref::topk(scores, m)) {
+          for (int32_t j : kernels().topk({.scores = scores.data(), .n = m, .k = m})) {
             if (budget <= 0) break;
             const auto& toks = ly.tokens_by_importance[size_t(j)];
             const int64_t take = std::min<int64_t>(budget, int64_t(toks.size()));
@@ -228,7 +233,7 @@ class SentenceKvSelector final : public TraceSelector {
         t.insert(t.end(), current_[size_t(l) * H + h].begin(), current_[size_t(l) * H + h].end());
         for (int64_t i = std::max<int64_t>(0, P - recent_); i < P; ++i) t.push_back(int32_t(i));
         for (int64_t i = P; i <= p; ++i) t.push_back(int32_t(i));
-        t = ref::dedup(t);
+        t = kernels().dedup({.ids = t.data(), .n = int64_t(t.size())});
         sel_sum_ += double(t.size()) / double(p + 1);
         ++sel_n_;
       }

@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/reference/reference.hpp"
+#include "policies/kernel_selector.hpp"
 #include "traces/select/selector.hpp"
 #include "policies/snapkv/params.hpp"
 #include "policies/snapkv/policy.hpp"
@@ -21,7 +21,7 @@ namespace kvsim::policies::snapkv {
 using namespace kvsim::replay;
 
 namespace {
-class SnapKvSelector final : public TraceSelector {
+class SnapKvSelector final : public KernelSelector {
  public:
   explicit SnapKvSelector(const Params& p)
       : budget_(int64_t(p.budget_tokens)),
@@ -63,11 +63,12 @@ class SnapKvSelector final : public TraceSelector {
         scores.assign(size_t(n), 0.0f);
         pooled.assign(size_t(n), 0.0f);
         if (n > 0) {
-          ref::obs_window_scores(Qw.data(), G, int(w), t.k(l, h), P, t.d, scale, scores.data());
+          kernels().obs_window_scores({.queries = Qw.data(), .groups = G, .window = int(w), .keys = t.k(l, h),
+                                       .n = P, .d = t.d, .scale = scale, .scores = scores.data()});
           for (float& x : scores) x /= float(G);  // SnapKV's group mean
-          ref::pool1d(scores.data(), n, pool_, ref::Pool1D::max, pooled.data());
+          kernels().pool1d({.in = scores.data(), .n = n, .kernel = pool_, .is_max = true, .out = pooled.data()});
         }
-        keep = ref::topk(pooled, std::max<int64_t>(0, budget_ - w));
+        keep = kernels().topk({.scores = pooled.data(), .n = n, .k = std::max<int64_t>(0, budget_ - w)});
         for (int64_t i = n; i < P; ++i) keep.push_back(int32_t(i));
         std::sort(keep.begin(), keep.end());
       }

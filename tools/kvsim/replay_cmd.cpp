@@ -11,7 +11,7 @@ namespace kvsim {
 
 struct ReplayCommand {
   CLI::App* cmd = nullptr;
-  std::string trace, scenario, format = "table", out, timeline, model_in_the_loop, needle, answer;
+  std::string trace, scenario, format = "table", out, timeline, model_in_the_loop, needle, answer, device = "cpu";
   std::vector<std::string> policies, sets;
   bool budget_sweep = false;
   int64_t max_steps = 0;
@@ -52,6 +52,10 @@ ReplayCommand* add_replay_command(CLI::App& app) {
   c.cmd->add_option("--answer", c.answer,
                     "text the trace's generation contains (the needle's answer); with --model-in-the-loop, report "
                     "whether greedy decoding with the policy still produces it");
+  c.cmd->add_option("--device", c.device,
+                    "cpu (default): the host replay; cuda: also run every policy's selection and attention on the CUDA "
+                    "kernels (the GPU where one is built in and present, else emulated on the CPU) and report their "
+                    "agreement with the host replay");
   return &c;
 }
 
@@ -71,6 +75,7 @@ int run_replay_command(ReplayCommand& c) {
   q.model_in_the_loop = c.model_in_the_loop;
   q.needle = c.needle;
   q.answer = c.answer;
+  q.device = c.device;
   // One progress bar per long stage (replay, model in the loop), on a terminal only.
   std::unique_ptr<Progress> bar;
   std::string stage;

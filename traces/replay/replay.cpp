@@ -16,6 +16,7 @@
 #include "kernels/reference/reference.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "policies/kernel_selector.hpp"
 #include "policies/registry.hpp"
 
 namespace kvsim::replay {
@@ -230,7 +231,43 @@ struct Worker {
   std::vector<std::vector<int32_t>> top;  // [group * rows]
   std::vector<ref::AttnEntry> entries;
   double gt_seconds = 0, metric_seconds = 0, flops = 0;
+  // --device: the device backend's attention outputs and their agreement with the host's, per policy.
+  std::vector<float> d_q, d_out, d_lse, d_extra, d_extra_lse;
+  std::vector<int32_t> iota;
+  std::vector<int64_t> dev_outputs;
+  std::vector<double> dev_error;
 };
+
+// One KV head's attention for the query heads of its group at decode row s over selection `dh`, on
+// backend `be`: the token gather, then the extra entries (biased) merged in, as the host path does with
+// the reference kernels. Into w.d_out [g, d].
+void device_attention(const kernels::Backend& be, const TraceData& t, int l, int h, int64_t s, int64_t n,
+                      const HeadSelection& dh, float scale, Worker& w) {
+  const auto& grp = t.group_of[size_t(h)];
+  const int g = int(grp.size());
+  w.d_q.resize(size_t(g) * t.d);
+  for (int j = 0; j < g; ++j) std::copy_n(t.q(l, grp[size_t(j)], s), t.d, w.d_q.data() + size_t(j) * t.d);
+  w.d_out.resize(size_t(g) * t.d);
+  w.d_lse.resize(size_t(g));
+  const std::vector<int32_t>* idx = &dh.tokens;
+  if (dh.all) {
+    w.iota.resize(size_t(n));
+    std::iota(w.iota.begin(), w.iota.end(), 0);
+    idx = &w.iota;
+  }
+  be.gather_attention({.queries = w.d_q.data(), .rows = g, .keys = t.k(l, h), .values = t.v(l, h),
+                       .resident_rows = t.T, .d = t.d, .idx = idx->data(), .m = int64_t(idx->size()),
+                       .scale = scale, .out = w.d_out.data(), .lse = w.d_lse.data()});
+  const int64_t m_extra = dh.all ? 0 : int64_t(dh.extra_bias.size());
+  if (m_extra == 0) return;
+  w.d_extra.resize(size_t(g) * t.d);
+  w.d_extra_lse.resize(size_t(g));
+  be.biased_attention({.queries = w.d_q.data(), .rows = g, .keys = dh.extra_k.data(), .values = dh.extra_v.data(),
+                       .bias = dh.extra_bias.data(), .m = m_extra, .d = t.d, .scale = scale,
+                       .out = w.d_extra.data(), .lse = w.d_extra_lse.data()});
+  be.merge_state({.out_a = w.d_out.data(), .lse_a = w.d_lse.data(), .out_b = w.d_extra.data(),
+                  .lse_b = w.d_extra_lse.data(), .rows = g, .d = t.d, .out = w.d_out.data(), .lse = w.d_lse.data()});
+}
 
 }  // namespace
 
@@ -256,6 +293,11 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
 
   std::vector<std::unique_ptr<TraceSelector>> sel(runs.size());
   std::vector<MetricStore> metrics(runs.size());
+  // --device: per policy a fork of the device backend (its own step log) and, when the selector runs its
+  // kernels on a backend (policies/kernel_selector.hpp), a second instance of it on that fork.
+  std::vector<std::unique_ptr<kernels::Backend>> dev(runs.size());
+  std::vector<std::unique_ptr<TraceSelector>> dsel(runs.size());
+  std::vector<DeviceCheck> checks(runs.size());
   res.policies.resize(size_t(npol));
   for (int i = 0; i < npol; ++i) {
     sel[size_t(i)] = make_selector(runs[size_t(i)].policy, runs[size_t(i)].params);
@@ -266,12 +308,25 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
     const auto t0 = Clock::now();
     sel[size_t(i)]->prefill(t);
     res.policies[size_t(i)].select_seconds += seconds_since(t0);
+    if (o.device) {
+      dev[size_t(i)] = o.device->fork();
+      DeviceCheck& c = checks[size_t(i)];
+      c.backend = dev[size_t(i)]->name();
+      c.timing_meaningful = dev[size_t(i)]->timing_meaningful();
+      auto d = make_selector(runs[size_t(i)].policy, runs[size_t(i)].params);
+      if (auto* ks = dynamic_cast<policies::KernelSelector*>(d.get())) {
+        ks->use_backend(*dev[size_t(i)]);
+        d->prefill(t);
+        dsel[size_t(i)] = std::move(d);
+        c.selection_on_backend = true;
+      }
+    }
   }
 
   const int B = std::max(1, o.block_rows);
   std::vector<Worker> workers(static_cast<size_t>(threads));
   // sels[policy][row in block][pair]
-  std::vector<std::vector<std::vector<HeadSelection>>> sels(runs.size());
+  std::vector<std::vector<std::vector<HeadSelection>>> sels(runs.size()), dsels(runs.size());
   const float scale = 1.0f / std::sqrt(float(t.d));
   const bool values = res.has_values;
   const int64_t topk = std::max(1, o.topk);
@@ -292,6 +347,27 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
         sel[size_t(i)]->select(t, s0 + r, out);
       }
       res.policies[size_t(i)].select_seconds += seconds_since(t0);
+      // The same rows on the device backend, compared set by set with the host's.
+      DeviceCheck& c = checks[size_t(i)];
+      if (!dsel[size_t(i)]) {
+        c.selections += o.device ? nb * pairs : 0;  // the host's own selection: identical by construction
+        continue;
+      }
+      auto& ds = dsels[size_t(i)];
+      ds.resize(size_t(B));
+      for (int64_t r = 0; r < nb; ++r) {
+        auto& out = ds[size_t(r)];
+        out.resize(size_t(pairs));
+        for (auto& hs : out) hs.clear();
+        dsel[size_t(i)]->select(t, s0 + r, out);
+        for (int pair = 0; pair < pairs; ++pair) {
+          ++c.selections;
+          if (same_selection(ps[size_t(r)][size_t(pair)], out[size_t(pair)])) continue;
+          if (c.mismatched++ == 0)
+            c.first_mismatch = "decode row " + std::to_string(b0 + r) + ", layer slot " +
+                               std::to_string(pair / t.kv_heads) + ", KV head slot " + std::to_string(pair % t.kv_heads);
+        }
+      }
     }
     // 2. Ground truth once per (layer, KV head), then every policy's attention and metrics.
     // Per (layer, KV head) pair, on the worker thread `wi`; an error in one (a selector's bad token id)
@@ -316,12 +392,28 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
         w.o_sel.resize(size_t(g) * t.d);
         w.lse.resize(size_t(g));
         w.o_extra.resize(size_t(t.d));
+        w.dev_outputs.resize(size_t(npol));
+        w.dev_error.resize(size_t(npol));
         for (int i = 0; i < npol; ++i) {
           MetricStore& m = metrics[size_t(i)];
           for (int64_t r = 0; r < nb; ++r) {
             const HeadSelection& hs = sels[size_t(i)][size_t(r)][size_t(pair)];
             const int64_t s = s0 + r, n = t.position(s) + 1, ri = b0 + r;
+            // --device: the attention over the device's own selection on the device backend, against the
+            // host's output (the ground truth's for `all`, which the host path takes as exact).
+            auto check_device = [&]() {
+              if (!o.device || !values) return;
+              const HeadSelection& dh = dsel[size_t(i)] ? dsels[size_t(i)][size_t(r)][size_t(pair)] : hs;
+              device_attention(*dev[size_t(i)], t, l, h, s, n, dh, scale, w);
+              for (int j = 0; j < g; ++j) {
+                const float* host = hs.all ? w.gt.o(j, r) : w.o_sel.data() + size_t(j) * t.d;
+                w.dev_error[size_t(i)] =
+                    std::max(w.dev_error[size_t(i)], relative_error(w.d_out.data() + size_t(j) * t.d, host, t.d));
+                ++w.dev_outputs[size_t(i)];
+              }
+            };
             if (hs.all) {
+              check_device();
               for (int j = 0; j < g; ++j) {
                 const size_t at = m.at(ri, l, grp[size_t(j)]);
                 m.recall[at] = 1;
@@ -366,6 +458,7 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
                 }
               }
             }
+            check_device();
             for (int j = 0; j < g; ++j) {
               const float* p = w.gt.p(j, r);
               double rec = 0;
@@ -409,6 +502,10 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
     res.gt_flops += w.flops;
     res.gt_thread_seconds += w.gt_seconds;
     res.metric_thread_seconds += w.metric_seconds;
+    for (size_t i = 0; i < w.dev_outputs.size(); ++i) {
+      checks[i].outputs += w.dev_outputs[i];
+      checks[i].max_rel_error = std::max(checks[i].max_rel_error, w.dev_error[i]);
+    }
   }
 
   // Aggregates.
@@ -428,6 +525,10 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
     }
     pr.statistics = sel[size_t(i)]->statistics();
     pr.context_mean = R > 0 ? ctx / double(R) : 0;
+    if (o.device) {
+      pr.device = checks[size_t(i)];
+      pr.device->steps = device_steps(*dev[size_t(i)]);
+    }
   }
   res.wall_seconds = seconds_since(wall0);
   return res;

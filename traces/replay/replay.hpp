@@ -26,6 +26,8 @@
 
 #include <Eigen/Core>
 
+#include "kernels/backend/backend.hpp"
+#include "traces/replay/device_check.hpp"
 #include "traces/select/selector.hpp"
 
 namespace kvsim::replay {
@@ -71,6 +73,9 @@ struct ReplayOptions {
   // Focus tokens (e.g. a needle's span), sorted: when given, each selection's focus recall — the share
   // of the focus tokens already in the cache that it attends — is measured too.
   std::vector<int32_t> focus_tokens;
+  // A device backend (`--device cuda`): every policy's selection and attention also run on it (a fork of
+  // it per policy), compared with the host replay in PolicyReplay::device. Null: the host replay alone.
+  const kernels::Backend* device = nullptr;
 };
 
 // What one policy variant runs with.
@@ -99,6 +104,7 @@ struct PolicyReplay {
   std::map<std::string, Statistic> statistics;        // the selector's, at the end
   double select_seconds = 0;                          // prefill + select, wall
   double context_mean = 0;                            // mean p + 1 over the replayed rows
+  std::optional<DeviceCheck> device;                  // with ReplayOptions::device only
 };
 
 struct ReplayResult {

@@ -23,6 +23,7 @@
 #include "traces/llm/text_span.hpp"
 #include "traces/llm/tokenizer.hpp"
 #include "traces/replay/budget.hpp"
+#include "traces/replay/device_report.hpp"
 
 namespace kvsim::replay {
 
@@ -80,6 +81,8 @@ std::unique_ptr<ReplayReport> run_replay_request(const ReplayRequest& c) {
   auto report = [&](const std::string& stage, double f) {
     if (c.progress) c.progress(stage, f);
   };
+  if (c.device != "cpu" && c.device != "cuda")
+    throw_input_error("command line", 0, "--device", "unknown device '" + c.device + "'; allowed: cpu, cuda");
   // Policies: the given ones (each must have a selector) or every one with a selector.
   std::vector<std::string> with_selector;
   for (const std::string& n : policy_names())
@@ -181,6 +184,11 @@ std::unique_ptr<ReplayReport> run_replay_request(const ReplayRequest& c) {
   ro.max_steps = c.max_steps;
   ro.threads = c.threads;
   ro.block_rows = c.block_rows;
+  std::unique_ptr<kernels::Backend> device;
+  if (c.device == "cuda") {
+    device = kernels::make_cuda_backend(&rep->device_note);
+    ro.device = device.get();
+  }
   {
     const std::string stage = "replaying " + std::filesystem::path(c.trace).filename().string();
     ro.progress = [&](double f) { report(stage, f); };
@@ -285,6 +293,10 @@ std::string replay_report_text(const ReplayReport& rep, const std::string& forma
                         {"sgemm_peak_flops_per_core", res.sgemm_peak_flops},
                         {"fraction_of_sgemm_peak", res.gt_fraction_of_peak()},
                         {"metrics_thread_s", res.metric_thread_seconds}};
+    const bool on_device = !res.policies.empty() && res.policies.front().device;
+    if (on_device)
+      j["device"] = device_json(res.policies.front().device->backend, rep.device_note,
+                                res.policies.front().device->timing_meaningful);
     json pols = json::array();
     for (const ReplayRow& r : rows) {
       const PolicyReplay& pr = *r.rep;
@@ -321,6 +333,7 @@ std::string replay_report_text(const ReplayReport& rep, const std::string& forma
                                    {"answer_retrieved", answer_end_step < 0 ? json(nullptr) : json(retrieved(*r.loop))}};
       else
         pj["model_in_the_loop"] = nullptr;
+      if (pr.device) pj["device_check"] = device_check_json(*pr.device);
       json an = plan_json_of(r.analytical), me = plan_json_of(r.measured);
       pj["plan"] = {{"analytical", an}, {"measured", me}};
       if (r.analytical.feasible && r.measured.feasible)
@@ -332,7 +345,9 @@ std::string replay_report_text(const ReplayReport& rep, const std::string& forma
   } else if (format == "csv") {
     text = "label,policy,recall_mean,recall_p10,error_mean,error_p90,topk_recall,tokens_mean,tpot_analytical_s,"
            "tpot_measured_s,throughput_measured_tok_s,kv_hbm_bytes,carried,next_token_agreement,nll_change,needle_recall,"
-           "answer_retrieved\n";
+           "answer_retrieved";
+    const bool on_device = !res.policies.empty() && res.policies.front().device;
+    text += (on_device ? device_csv_header() : "") + "\n";
     for (const ReplayRow& r : rows) {
       const Quality& q = r.rep->overall;
       std::string carried;
@@ -347,7 +362,8 @@ std::string replay_report_text(const ReplayReport& rep, const std::string& forma
               (r.measured.feasible ? num(r.measured.memory.kv_hbm_bytes) : "") + "," + carried + "," +
               (r.loop ? num(r.loop->agreement) : "") + "," + (r.loop ? num(r.loop->nll_change) : "") + "," +
               (q.focus ? num(q.focus->mean) : "") + "," +
-              (r.loop && answer_end_step >= 0 ? (retrieved(*r.loop) ? "1" : "0") : "") + "\n";
+              (r.loop && answer_end_step >= 0 ? (retrieved(*r.loop) ? "1" : "0") : "") +
+              (r.rep->device ? device_csv_fields(*r.rep->device) : "") + "\n";
     }
   } else {
     char buf[512];
@@ -382,6 +398,11 @@ std::string replay_report_text(const ReplayReport& rep, const std::string& forma
                     r.measured.feasible ? fmt("%.2f", r.measured.memory.kv_hbm_bytes / kGiB).c_str() : "-",
                     carried.c_str());
       text += buf;
+    }
+    {
+      std::vector<const PolicyReplay*> reps;
+      for (const ReplayRow& r : rows) reps.push_back(r.rep);
+      text += device_table(reps, rep.device_note);
     }
     if (have_loop) {
       text += "model in the loop: " + c.model_in_the_loop + " (teacher-forced trace tokens; versus full attention)\n";

@@ -32,6 +32,9 @@ struct ReplayRequest {
   int topk = 64, threads = 0, block_rows = 32;
   std::string model_in_the_loop;   // GGUF path; empty: no model in the loop
   std::string needle, answer;      // texts in the prompt / the generation; empty: not asked
+  // "cpu": the host replay alone. "cuda": also every policy's selection and attention on the CUDA kernels
+  // (a GPU where one is built in and present, else the emulator), compared with the host replay.
+  std::string device = "cpu";
   // Long stages report here as (stage title, fraction done in [0, 1]); fraction 1 closes the stage.
   std::function<void(const std::string&, double)> progress;
 };
@@ -67,6 +70,7 @@ struct ReplayReport {
   int64_t context_tokens = 0;    // the scenario's context the plan is simulated at
   double context_ratio = 1;      // context_tokens / the trace's prompt
   std::string context_note;      // how statistics were carried to the scenario's context
+  std::string device_note;       // --device cuda: why the emulator was chosen (empty on a GPU)
 };
 
 // Runs the request; input errors are InputError (naming the option or file).
