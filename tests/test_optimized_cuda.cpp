@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cuda_device.hpp"
+#include "tests/cuda_case.hpp"
 #include "kernels/optimized/cuda.hpp"
 #include "kernels/optimized/run_planner.hpp"
 #include "kernels/reference/cuda.hpp"
@@ -41,25 +42,9 @@ Vec randn(size_t n, uint32_t seed) {
   }
   return v;
 }
-void expect_close(const Vec& a, const Vec& b, double tol) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::isinf(b[i])) {
-      EXPECT_EQ(a[i], b[i]) << i;
-      continue;
-    }
-    EXPECT_NEAR(a[i], b[i], tol * (1 + std::abs(b[i]))) << i;
-  }
-}
+using kvsim::test::expect_close;
 
-struct Case {
-  const char* name;
-  void (*run)();
-};
-#define KVSIM_CUDA_CASE(name)                                                            \
-  void name();                                                                           \
-  [[maybe_unused]] const bool name##_listed = (cases().push_back({#name, &name}), true); \
-  void name()
+using Case = kvsim::test::CudaCaseDef;
 
 namespace on_cpu {
 namespace cuda = kvsim::opt::cuda_emu;
@@ -87,25 +72,10 @@ std::vector<Case>& cases() {
 }  // namespace on_gpu
 #endif
 
-class CudaCase : public testing::Test {
- public:
-  explicit CudaCase(void (*run)()) : run_(run) {}
-  void TestBody() override { run_(); }
-
- private:
-  void (*run_)();
-};
-
-void register_cases(const char* suite, const std::vector<Case>& cases) {
-  for (const Case& c : cases)
-    testing::RegisterTest(suite, c.name, nullptr, nullptr, __FILE__, __LINE__,
-                          [run = c.run]() -> testing::Test* { return new CudaCase(run); });
-}
-
 [[maybe_unused]] const bool registered = [] {
-  register_cases("OptKernelsCudaEmu", on_cpu::cases());
+  kvsim::test::register_cuda_cases("OptKernelsCudaEmu", on_cpu::cases());
 #if defined(KVSIM_HAVE_CUDA)
-  if (!kvsim::cuda::devices().empty()) register_cases("OptKernelsCudaGpu", on_gpu::cases());
+  if (!kvsim::cuda::devices().empty()) kvsim::test::register_cuda_cases("OptKernelsCudaGpu", on_gpu::cases());
 #endif
   return true;
 }();

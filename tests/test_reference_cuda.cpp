@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cuda_device.hpp"
+#include "tests/cuda_case.hpp"
 #include "kernels/reference/cuda.hpp"
 #include "kernels/reference/reference.hpp"
 
@@ -28,29 +29,12 @@ Vec randn(size_t n, uint32_t seed) {
   for (auto& x : v) x = g(rng);
   return v;
 }
-void expect_close(const Vec& a, const Vec& b, double tol) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::isinf(b[i])) {
-      EXPECT_EQ(a[i], b[i]) << i;
-      continue;
-    }
-    EXPECT_NEAR(a[i], b[i], tol * (1 + std::abs(b[i]))) << i;
-  }
-}
+using kvsim::test::expect_close;
 constexpr int D = 64;
 const float kScale = 0.125f;
 
 // One case of one build of the launchers.
-struct Case {
-  const char* name;
-  void (*run)();
-};
-// Defines the case `name` and lists it in the enclosing namespace's cases().
-#define KVSIM_CUDA_CASE(name)                                           \
-  void name();                                                          \
-  [[maybe_unused]] const bool name##_listed = (cases().push_back({#name, &name}), true); \
-  void name()
+using Case = kvsim::test::CudaCaseDef;
 
 namespace on_cpu {
 namespace cuda = kvsim::ref::cuda_emu;
@@ -76,26 +60,11 @@ std::vector<Case>& cases() {
 }  // namespace on_gpu
 #endif
 
-class CudaCase : public testing::Test {
- public:
-  explicit CudaCase(void (*run)()) : run_(run) {}
-  void TestBody() override { run_(); }
-
- private:
-  void (*run_)();
-};
-
-void register_cases(const char* suite, const std::vector<Case>& cases) {
-  for (const Case& c : cases)
-    testing::RegisterTest(suite, c.name, nullptr, nullptr, __FILE__, __LINE__,
-                          [run = c.run]() -> testing::Test* { return new CudaCase(run); });
-}
-
 // After both case lists (initialized above, in this file's order).
 [[maybe_unused]] const bool registered = [] {
-  register_cases("RefKernelsCudaEmu", on_cpu::cases());
+  kvsim::test::register_cuda_cases("RefKernelsCudaEmu", on_cpu::cases());
 #if defined(KVSIM_HAVE_CUDA)
-  if (!kvsim::cuda::devices().empty()) register_cases("RefKernelsCudaGpu", on_gpu::cases());
+  if (!kvsim::cuda::devices().empty()) kvsim::test::register_cuda_cases("RefKernelsCudaGpu", on_gpu::cases());
 #endif
   return true;
 }();
