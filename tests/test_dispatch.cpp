@@ -3,6 +3,8 @@
 // decode step is dispatch-bound while a long-context step of an 8B model stays HBM-bound.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
 #include "model/plan.hpp"
@@ -61,6 +63,30 @@ TEST(DispatchStream, TheGenerationLoopsHostTimeDelaysADispatchBoundStepByItself)
   EXPECT_NEAR(loop.step_dispatch - base.step_dispatch, 1500e-6, 1e-12);
   EXPECT_EQ(loop.layer_dispatch, base.layer_dispatch);
   EXPECT_NEAR(loop.tpot - base.tpot, 1500e-6, 1e-6);
+}
+
+TEST(DispatchStream, AStepWithoutSomePhasesKeepsTheHostDispatchStream) {
+  // kvsim reproduce's "tpot without phases" (a figure that left out SentenceKV's copy and ranking):
+  // the step is simulated without those phases' work, so a dispatch-bound step stays at least as long
+  // as its host dispatch stream, not the serial sum of the remaining phases' GPU time.
+  const std::string y = std::string("hardware: h100-sxm\nhost: xeon-w9-3495x\nmodel: smollm2-135m\ncalibration: roofline\n") +
+                        "workload: {context_tokens: 4096, output_tokens: 2, batch: 1, cuda_graphs: false}\n"
+                        "policies: [sentencekv]\n" + kEager;
+  const Scenario s = load_scenario(load_yaml_string(y, "s.yaml"), "s.yaml", policy_catalog());
+  const Deployment d = make_deployment(s);
+  const Policy& pol = *s.policies[0].policy;
+  const ParamValues& params = s.policies[0].params;
+  const StepShape shape{1, 4096, 1};
+  const std::vector<std::string> without = {"load_kv", "sentence_score", "sentence_select"};
+  const StepResult all = decode_step(d, pol, params, shape), rest = decode_step(d, pol, params, shape, true, &without);
+  const double host = s.model.layers * d.machine.dispatch_layer_s;  // the per-layer stream alone
+  EXPECT_GE(rest.seconds, host * (1 - 1e-9));
+  EXPECT_LE(rest.seconds, all.seconds * (1 + 1e-9));
+  double left = 0;  // the named phases keep their place with no work
+  for (const PhaseResult& r : rest.phases)
+    if (std::find(without.begin(), without.end(), std::string(r.phase.name)) != without.end()) left += r.seconds;
+  EXPECT_EQ(left, 0.0);
+  EXPECT_LT(rest.serial_seconds, all.serial_seconds);
 }
 
 TEST(DispatchStream, ALongContextStepOfAn8BModelStaysHbmBound) {
