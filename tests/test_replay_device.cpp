@@ -23,7 +23,7 @@ namespace {
 
 // Policies whose selector runs its kernels on the backend (policies/kernel_selector.hpp); the others
 // select on the host and run only their attention on the device.
-const std::set<std::string> kOnBackend = {"snapkv", "chunkkv", "quest", "ctkvr", "sentencekv", "chess"};
+const std::set<std::string> kOnBackend = {"snapkv", "chunkkv", "quest", "ctkvr", "sentencekv", "chess", "sekv"};
 
 std::string tiny_trace() {
   static const std::string path = [] {

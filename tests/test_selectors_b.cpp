@@ -63,6 +63,7 @@ std::vector<HeadSelection> run_select(replay::TraceSelector& sel, const TraceDat
   std::vector<HeadSelection> out(size_t(D.layers) * D.kv_heads);
   for (auto& h : out) h.clear();
   sel.select(D, s, out);
+  for (auto& h : out) h.flatten_extras(D.d);  // the checks below read the entries as one array
   return out;
 }
 

@@ -25,6 +25,9 @@ const char* step_name(Step s) {
     case Step::tail_mean: return "tail_mean";
     case Step::group_mean: return "group_mean";
     case Step::context_pages: return "chess_context_pages";
+    case Step::pca_projection: return "pca_projection";
+    case Step::truncated_svd: return "truncated_svd";
+    case Step::score_gemm: return "score_gemm";
   }
   return "?";
 }

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/reference/lowrank.hpp"
+
 namespace kvsim::kernels {
 
 // The steps a backend provides. The name is what the replay report prints.
@@ -42,6 +44,9 @@ enum class Step {
   tail_mean,         // tail_mean (no CUDA twin)
   group_mean,        // group_mean (no CUDA twin)
   context_pages,     // chess_context_pages (no CUDA twin)
+  pca_projection,    // pca_projection (SEKV's routing projection; no CUDA twin)
+  truncated_svd,     // truncated_svd (SEKV's span factors; no CUDA twin)
+  score_gemm,        // score_gemm, dot (many query rows against the same keys)
 };
 const char* step_name(Step s);
 
@@ -161,6 +166,15 @@ struct ScoreGemvParams {  // ref::score_gemv
   float scale = 1;
   float* scores = nullptr;   // [n]
 };
+struct ScoreGemmParams {  // ref::score_gemm, dot: S[m, n] = scale · Q·Mᵀ, each element as score_gemv's
+  const float* Q = nullptr;  // [m, d]
+  int64_t m = 0;
+  const float* M = nullptr;  // [n, d]
+  int64_t n = 0;
+  int d = 0;
+  float scale = 1;
+  float* S = nullptr;        // [m, n]
+};
 struct SegmentMeanParams {  // ref::segment_mean
   const float* X = nullptr;         // [n, d]
   int64_t n = 0;
@@ -205,6 +219,19 @@ struct GroupMeanParams {  // ref::group_mean: out[ceil(m / group), d]
 struct ContextPagesParams {  // ref::chess_context_pages
   const int32_t* selected = nullptr;
   int64_t count = 0, num_pages = 0, sink_pages = 0, window_pages = 0;
+};
+
+struct PcaParams {  // ref::pca_projection: W[d, d_proj] row-major
+  const float* keys = nullptr;  // [n, d]
+  int64_t n = 0;
+  int d = 0, d_proj = 0;
+};
+struct SvdParams {  // ref::truncated_svd with the energy rank rule
+  const float* X = nullptr;  // [n, d]
+  int64_t n = 0;
+  int d = 0;
+  double energy_fraction = 1;
+  int r_max = 0;
 };
 
 // Which steps ran where, and how often (thread-safe: replay's attention runs on worker threads).
@@ -257,6 +284,7 @@ class Backend {
   }
 
   void score_gemv(const ScoreGemvParams& p) const { log(Step::score_gemv), do_score_gemv(p); }
+  void score_gemm(const ScoreGemmParams& p) const { log(Step::score_gemm), do_score_gemm(p); }
   void segment_mean(const SegmentMeanParams& p) const { log(Step::segment_mean), do_segment_mean(p); }
   std::vector<int32_t> dedup(const DedupParams& p) const { return log(Step::dedup), do_dedup(p); }
 
@@ -267,6 +295,9 @@ class Backend {
   std::vector<int32_t> chess_context_pages(const ContextPagesParams& p) const {
     return log(Step::context_pages), do_chess_context_pages(p);
   }
+
+  std::vector<float> pca_projection(const PcaParams& p) const { return log(Step::pca_projection), do_pca_projection(p); }
+  ref::LowRankFactors truncated_svd(const SvdParams& p) const { return log(Step::truncated_svd), do_truncated_svd(p); }
 
   const StepLog& steps() const { return *log_; }
 
@@ -285,6 +316,7 @@ class Backend {
   virtual std::vector<int32_t> do_ctkvr_recall(const CtkvrRecallParams& p) const = 0;
   virtual std::vector<int32_t> do_ctkvr_rerank(const CtkvrRerankParams& p) const = 0;
   virtual void do_score_gemv(const ScoreGemvParams& p) const = 0;
+  virtual void do_score_gemm(const ScoreGemmParams& p) const = 0;
   virtual void do_segment_mean(const SegmentMeanParams& p) const = 0;
   virtual std::vector<int32_t> do_dedup(const DedupParams& p) const = 0;
   virtual ChessKept do_chess_select(const ChessSelectParams& p) const = 0;
@@ -292,6 +324,8 @@ class Backend {
   virtual void do_tail_mean(const TailMeanParams& p) const = 0;
   virtual void do_group_mean(const GroupMeanParams& p) const = 0;
   virtual std::vector<int32_t> do_chess_context_pages(const ContextPagesParams& p) const = 0;
+  virtual std::vector<float> do_pca_projection(const PcaParams& p) const = 0;
+  virtual ref::LowRankFactors do_truncated_svd(const SvdParams& p) const = 0;
 
  private:
   void log(Step s) const { log_->record(s, where(s)); }
@@ -302,6 +336,15 @@ class Backend {
 // need a step log of their own (a selector's default).
 std::unique_ptr<Backend> make_host_backend();
 const Backend& host_backend();
+
+// The optimized host kernels (kvsim::host, kernels/host/README.md) where one exists, the reference
+// elsewhere. Every score a selection is made from is bit-identical to the reference's, so selections
+// are the same; attention outputs agree to float rounding. What `kvsim replay` runs by default.
+std::unique_ptr<Backend> make_host_optimized_backend();
+const Backend& host_optimized_backend();
+
+// "reference" or "optimized" -> the backend above; anything else throws std::invalid_argument.
+const Backend& host_backend_named(const std::string& kernels);
 
 // The CUDA twins: on a GPU when nvcc built the kernels and a device is present, else on the CPU through
 // the emulator. `why` (when not null) says why the emulator was chosen. Never null.

@@ -1,7 +1,5 @@
 #include "kernels/reference/score.hpp"
 
-#include <Eigen/Dense>
-
 #include <algorithm>
 #include <cmath>
 
@@ -22,27 +20,11 @@ void score_gemv(const float* q, const float* M, int64_t n, int d, float* scores,
   }
 }
 
-// One matrix product (Eigen's blocked SGEMM) rather than m GEMVs: prefill builders (qcIVF, observation
-// windows) score thousands of queries against every key, and a GEMM reads each key block once for
-// many queries. Cosine scores are the dot products of the unit-normalized rows.
+// Every (query, row) pair scored exactly as score_gemv scores it (hd::dot: one sum in channel order), so
+// a GEMM-shaped scoring (qcIVF's centroids, CTKVR's rerank) rounds the same as its GEMV form and as the
+// CUDA twin (ops.cu's score_kernel); kernels/host/dots.hpp is the fast version of the same arithmetic.
 void score_gemm(const float* Q, int64_t m, const float* M, int64_t n, int d, float* S, ScoreKind kind, float scale) {
-  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  Eigen::Map<const RowMat> q(Q, m, d), k(M, n, d);
-  Eigen::Map<RowMat> s(S, m, n);
-  if (kind == ScoreKind::dot) {
-    s.noalias() = scale * (q * k.transpose());
-    return;
-  }
-  auto unit = [d](const Eigen::Map<const RowMat>& x) {
-    RowMat u = x;
-    for (Eigen::Index i = 0; i < u.rows(); ++i) {
-      const float nrm = std::sqrt(hd::dot(x.row(i).data(), x.row(i).data(), d));
-      if (nrm > 0.f) u.row(i) /= nrm;
-      else u.row(i).setZero();
-    }
-    return u;
-  };
-  s.noalias() = unit(q) * unit(k).transpose();
+  for (int64_t j = 0; j < m; ++j) score_gemv(Q + j * d, M, n, d, S + j * n, kind, scale);
 }
 
 void reduce_max_rows(const float* S, int64_t m, int64_t n, float* out) {

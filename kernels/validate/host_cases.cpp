@@ -9,7 +9,10 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <set>
+#include <string>
 
+#include "kernels/host/host.hpp"
 #include "kernels/reference/reference.hpp"
 #include "kernels/validate/parallel_time.hpp"
 #include "kernels/validate/validate.hpp"
@@ -19,6 +22,9 @@ namespace {
 using Vec = std::vector<float>;
 using Ids = std::vector<int32_t>;
 constexpr int D = 128, G = 4;
+// Which kernels the cases below run where an optimized host kernel exists (kernels/host/): set by
+// host_cases() for the list it builds. Cases without one run the reference in both lists.
+thread_local bool g_optimized = true;
 constexpr double kRow = D * 4.0;  // bytes of one fp32 key row
 const float kScale = 1.f / std::sqrt(float(D));
 
@@ -49,8 +55,13 @@ Case cpu_attention() {
       auto K = random_vec(size_t(n) * D, seed), V = random_vec(size_t(n) * D, seed + 7), Q = random_vec(G * D, seed + 9);
       auto idx = std::make_shared<Ids>(random_ids(n, m, seed));
       auto out = std::make_shared<Vec>(G * D), lse = std::make_shared<Vec>(G);
-      return [=] { ref::gqa_gather_attention(Q->data(), G, K->data(), V->data(), n, D, idx->data(), m, kScale,
-                                             out->data(), lse->data()); };
+      if (g_optimized)
+        return std::function<void()>([=] {
+          host::attend_rows({.queries = Q->data(), .rows = G, .keys = K->data(), .values = V->data(), .idx = idx->data(),
+                             .m = m, .n = n, .d = D, .scale = kScale, .out = out->data(), .lse = lse->data()});
+        });
+      return std::function<void()>([=] { ref::gqa_gather_attention(Q->data(), G, K->data(), V->data(), n, D, idx->data(),
+                                                                   m, kScale, out->data(), lse->data()); });
     });
     in.work.flops = G * double(m) * (4 * D + 5);
     in.work.dram_bytes = double(m) * 2 * kRow;
@@ -70,7 +81,10 @@ Case cpu_rerank() {
       auto K = random_vec(size_t(n) * D, seed), Q = random_vec(G * D, seed + 3);
       auto ids = std::make_shared<Ids>(random_ids(n, m, seed));
       std::sort(ids->begin(), ids->end());  // recall returns a dedup'd, sorted list
-      return [=] { (void)ref::ctkvr_rerank(Q->data(), G, K->data(), n, D, *ids, kScale, int(m / 8)); };
+      if (g_optimized)
+        return std::function<void()>(
+            [=] { (void)host::ctkvr_rerank(Q->data(), G, K->data(), n, D, ids->data(), m, kScale, int(m / 8)); });
+      return std::function<void()>([=] { (void)ref::ctkvr_rerank(Q->data(), G, K->data(), n, D, *ids, kScale, int(m / 8)); });
     });
     in.work.flops = double(m) * (2 * D * G + 4);
     in.work.dram_bytes = double(m) * kRow;
@@ -88,7 +102,13 @@ Case cpu_decode_attention() {
     Instance in = cycled(2.0 * n * kRow, cold, uint32_t(t), [=](uint32_t seed) {
       auto K = random_vec(size_t(n) * D, seed), V = random_vec(size_t(n) * D, seed + 5), Q = random_vec(G * D, seed + 6);
       auto out = std::make_shared<Vec>(G * D), lse = std::make_shared<Vec>(G);
-      return [=] { ref::gqa_decode_attention(Q->data(), G, K->data(), V->data(), n, D, kScale, out->data(), lse->data()); };
+      if (g_optimized)
+        return std::function<void()>([=] {
+          host::attend_rows({.queries = Q->data(), .rows = G, .keys = K->data(), .values = V->data(), .m = n, .n = n,
+                             .d = D, .scale = kScale, .out = out->data(), .lse = lse->data()});
+        });
+      return std::function<void()>(
+          [=] { ref::gqa_decode_attention(Q->data(), G, K->data(), V->data(), n, D, kScale, out->data(), lse->data()); });
     });
     in.work.flops = G * double(n) * (4 * D + 5);
     in.work.dram_bytes = double(n) * 2 * kRow;
@@ -199,7 +219,8 @@ Case cpu_topk() {
     Instance in = cycled(double(n) * 4, cold, uint32_t(t), [=](uint32_t seed) {
       auto sc = random_vec(static_cast<size_t>(n), seed);
       auto out = std::make_shared<Ids>(static_cast<size_t>(k));
-      return [=] { (void)ref::topk_indices(sc->data(), n, k, out->data()); };
+      if (g_optimized) return std::function<void()>([=] { (void)host::topk_indices(sc->data(), n, k, out->data()); });
+      return std::function<void()>([=] { (void)ref::topk_indices(sc->data(), n, k, out->data()); });
     });
     select_work(in, double(n), double(k));
     return in;
@@ -259,7 +280,14 @@ Case staging_gather() {
       Ids slots = random_ids(src_rows / rows_per_run, runs, seed);
       auto starts = std::make_shared<Ids>(), lens = std::make_shared<Ids>(size_t(runs), int32_t(rows_per_run));
       for (int32_t sl : slots) starts->push_back(int32_t(sl * rows_per_run));
-      return [=] { (void)ref::gather_runs(src->data(), src_rows, row, *starts, *lens, dst->data()); };
+      if (g_optimized) {
+        auto ids = std::make_shared<Ids>();  // the runs as the row-id list a selection produces
+        for (int32_t st : *starts)
+          for (int64_t r = 0; r < rows_per_run; ++r) ids->push_back(int32_t(st + r));
+        return std::function<void()>(
+            [=] { (void)host::gather_rows(src->data(), src_rows, row, ids->data(), int64_t(ids->size()), dst->data()); });
+      }
+      return std::function<void()>([=] { (void)ref::gather_runs(src->data(), src_rows, row, *starts, *lens, dst->data()); });
     });
     in.work.dram_bytes = 2.0 * double(runs * rows_per_run) * row_bytes;  // read and write, as blocks::gather
     in.run_bytes = double(rows_per_run) * row_bytes;
@@ -353,11 +381,39 @@ Case cpu_qcivf_build() {
     Instance in = cycled(double(n) * kRow, cold, uint32_t(t), [=](uint32_t seed) {
       auto K = random_vec(size_t(n) * D, seed), cent = random_vec(size_t(G) * C * D, seed + 1);
       auto ivf = std::make_shared<Ids>(size_t(C) * size_t(n / 8));
-      return [=] { (void)ref::qcivf_build(cent->data(), G, C, K->data(), n, D, kScale, int(n / 8), ivf->data()); };
+      if (g_optimized)
+        return std::function<void()>(
+            [=] { (void)host::qcivf_build(cent->data(), G, C, K->data(), n, D, kScale, int(n / 8), ivf->data()); });
+      return std::function<void()>(
+          [=] { (void)ref::qcivf_build(cent->data(), G, C, K->data(), n, D, kScale, int(n / 8), ivf->data()); });
     });
     // Scores, softmax and max per (centroid, head, key); the keys stream once per centroid.
     in.work.flops = double(C) * G * double(n) * (2 * D + 7);
     in.work.dram_bytes = double(C) * double(n) * (kRow + 4);
+    return in;
+  };
+  return c;
+}
+
+Case cpu_obs_window() {
+  Case c{"cpu_obs_window", false, PhaseKind::score, CurveVariable::bytes,
+         "obs_window_scores (SnapKV/ChunkKV/SentenceKV prefill: a window of 32 queries x 4 heads against n keys, "
+         "causal softmax, summed)",
+         {2048, 8192, 32768}, 1024, nullptr};
+  c.make = [](double s, int t, double cold) {
+    const int64_t n = int64_t(s);
+    const int w = 32;
+    Instance in = cycled(double(n) * kRow, cold, uint32_t(t), [=](uint32_t seed) {
+      auto K = random_vec(size_t(n) * D, seed), Q = random_vec(size_t(G) * w * D, seed + 1);
+      auto out = std::make_shared<Vec>(size_t(n - w));
+      if (g_optimized)
+        return std::function<void()>(
+            [=] { host::obs_window_scores(Q->data(), G, w, K->data(), n, D, kScale, out->data()); });
+      return std::function<void()>([=] { ref::obs_window_scores(Q->data(), G, w, K->data(), n, D, kScale, out->data()); });
+    });
+    // A score GEMM of G w rows against the keys plus a softmax per row: compute-bound.
+    in.work.flops = double(G) * w * double(n) * (2 * D + 4);
+    in.work.dram_bytes = double(n) * kRow;
     return in;
   };
   return c;
@@ -382,11 +438,26 @@ Case cpu_reconstruct() {
 }
 }  // namespace
 
-std::vector<Case> host_cases() {
-  return {cpu_attention(),   cpu_rerank(),   cpu_decode_attention(), cpu_paged_attention(), cpu_merge(),
-          cpu_score(),       cpu_quest_bound(), cpu_topk(),          cpu_chess_select(),    cpu_dedup(),
-          staging_gather(),  host_memcpy(),  cpu_page_means(),       cpu_surprisal_means(), cpu_span_svd(),
-          cpu_qcivf_build(), cpu_reconstruct()};
+std::vector<Case> host_cases(bool optimized) {
+  std::vector<Case> all = {cpu_attention(),   cpu_rerank(),   cpu_decode_attention(), cpu_paged_attention(),
+                           cpu_merge(),       cpu_score(),    cpu_quest_bound(),      cpu_topk(),
+                           cpu_chess_select(), cpu_dedup(),   staging_gather(),       host_memcpy(),
+                           cpu_page_means(),  cpu_surprisal_means(), cpu_span_svd(),  cpu_qcivf_build(),
+                           cpu_obs_window(),  cpu_reconstruct()};
+  // The phases with an optimized kernel (kernels/host/): the list says which kernels ran.
+  static const std::set<std::string> with_optimized = {"cpu_attention",  "cpu_rerank",      "cpu_decode_attention",
+                                                       "cpu_topk",       "staging_gather",  "cpu_qcivf_build",
+                                                       "cpu_obs_window"};
+  for (Case& c : all) {
+    const bool opt = optimized && with_optimized.count(c.phase) > 0;
+    c.kernels = std::string(opt ? "kvsim::host " : "kvsim::ref ") + c.kernels;
+    auto inner = c.make;
+    c.make = [inner, opt](double s, int t, double cold) {
+      g_optimized = opt;
+      return inner(s, t, cold);
+    };
+  }
+  return all;
 }
 
 Timer cpu_timer(bool wall_clock) {

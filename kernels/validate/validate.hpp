@@ -111,7 +111,10 @@ struct Result {
 };
 
 // The host kernels (kernels/reference) as validation cases.
-std::vector<Case> host_cases();
+// The host kernels as cases: the optimized ones (kernels/host/) where they exist and the reference
+// elsewhere (optimized = true, what `kvsim validate --device cpu` measures by default), or the reference
+// kernels throughout (`--kernels reference`, the profile of the plain kernels).
+std::vector<Case> host_cases(bool optimized = true);
 // The CPU timer: every instance on its own thread at once, the time of the slowest — by each
 // thread's CPU clock (default; robust on a machine shared with other processes) or the wall clock.
 Timer cpu_timer(bool wall_clock = false);

@@ -47,6 +47,9 @@ void CtkvrSelector::prefill(const TraceData& tr) {
   const float scale = 1.f / std::sqrt(float(d_));
   heads_.assign(size_t(layers_) * kv_heads_, {});
   last_.assign(size_t(layers_) * kv_heads_, {});
+  sums_.assign(size_t(layers_) * kv_heads_, {});
+  unreachable_sum_ = 0;
+  unreachable_obs_ = 0;
   const size_t first = prompt_rows.size() - size_t(C_);
   // Every (layer, KV head) builds its own qcIVF: in parallel.
   parallel_for(layers_ * kv_heads_, [&](int pair, int) {
@@ -73,6 +76,56 @@ void CtkvrSelector::prefill(const TraceData& tr) {
   prev_s_ = -1;
 }
 
+std::vector<int32_t> CtkvrSelector::observe_truth(const TraceData& tr, int l, int h, int64_t s,
+                                                  const std::vector<float>& Q, int G, Last& last) const {
+  const float scale = 1.f / std::sqrt(float(d_));
+  auto range_of = [&](int64_t row) {  // this row's offloaded ids [init_end, local_begin)
+    const int64_t n = tr.position(row) + 1;
+    const int64_t init_end = std::min(init_, n);
+    return std::pair<int64_t, int64_t>{init_end, std::max<int64_t>(init_end, n - local_)};
+  };
+  if (s < last.obs_s0 || s >= last.obs_s0 + last.obs_rows) {
+    // A new block: this row and the next decode rows, at most kObserveBlock.
+    constexpr int64_t kObserveBlock = 16;
+    last.obs_s0 = s;
+    last.obs_rows = 0;
+    last.obs_lo = range_of(s).first;
+    last.obs_hi = range_of(s).second;
+    while (last.obs_rows < kObserveBlock && s + last.obs_rows < tr.S) {
+      const auto [a, b] = range_of(s + last.obs_rows);
+      last.obs_lo = std::min(last.obs_lo, a);
+      last.obs_hi = std::max(last.obs_hi, b);
+      ++last.obs_rows;
+    }
+    const int64_t m = last.obs_hi - last.obs_lo;
+    std::vector<float> rows(size_t(last.obs_rows) * G * d_);
+    const auto& grp = tr.group_of[size_t(h)];
+    for (int64_t r = 0; r < last.obs_rows; ++r)
+      for (int g = 0; g < G; ++g) {
+        const float* q = tr.q(l, grp[size_t(g)], s + r);
+        std::copy(q, q + d_, rows.begin() + (r * G + g) * d_);
+      }
+    last.obs_scores.resize(size_t(last.obs_rows) * G * size_t(m));
+    kernels().score_gemm({.Q = rows.data(), .m = last.obs_rows * G, .M = tr.k(l, h) + last.obs_lo * d_, .n = m,
+                          .d = d_, .scale = scale, .S = last.obs_scores.data()});
+  }
+  (void)Q;
+  // ref::ctkvr_rerank's steps on this row's slice of the scores: softmax per query head, max over the
+  // group, top rho' (same numbers, so the same ids).
+  const auto [a, b] = range_of(s);
+  const int64_t m = b - a, width = last.obs_hi - last.obs_lo, r = s - last.obs_s0;
+  std::vector<float> S(size_t(G) * size_t(m)), A(static_cast<size_t>(m));
+  for (int g = 0; g < G; ++g) {
+    const float* src = last.obs_scores.data() + (r * G + g) * width + (a - last.obs_lo);
+    std::copy(src, src + m, S.begin() + int64_t(g) * m);
+  }
+  ref::softmax_rows(S.data(), G, m);
+  ref::reduce_max_rows(S.data(), G, m, A.data());
+  std::vector<int32_t> truth = kernels().topk({.scores = A.data(), .n = m, .k = rho_prime_});
+  for (int32_t& t : truth) t = int32_t(a + t);
+  return truth;
+}
+
 void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelection>& out) {
   const int64_t p = tr.position(s);
   const int64_t n = p + 1;  // keys 0..p
@@ -85,9 +138,11 @@ void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelec
   const bool adjacent = s > 0 && prev_s_ == s - 1 && tr.position(s - 1) == p - 1;
   int64_t off_gen = 0;
   for (int64_t t = std::max(P_, init_end); t < local_begin; ++t) ++off_gen;
-  std::vector<float> Q;
-  for (int l = 0; l < layers_; ++l)
-    for (int h = 0; h < kv_heads_; ++h) {
+  // Every (layer, KV head) selects on its own state: in parallel.
+  parallel_for(layers_ * kv_heads_, [&](int pair, int) {
+      const int l = pair / kv_heads_, h = pair % kv_heads_;
+      Sums& st = sums_[size_t(pair)];
+      std::vector<float> Q;
       HeadState& hs = heads_[size_t(l) * kv_heads_ + h];
       Last& last = last_[size_t(l) * kv_heads_ + h];
       HeadSelection& sel = out[size_t(l) * kv_heads_ + h];
@@ -101,8 +156,8 @@ void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelec
           const float* q0 = tr.q(l, grp[size_t(g)], s - 1);
           float c = 0;
           ref::score_gemv(q, q0, 1, d_, &c, ref::ScoreKind::cosine);
-          cos_sum_ += c;
-          ++cos_obs_;
+          st.cos += c;
+          ++st.cos_obs;
         }
       }
       last.recall.clear();
@@ -133,18 +188,17 @@ void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelec
       std::sort(sel.tokens.begin(), sel.tokens.end());
       // Statistics (footnote 6: alpha = L_recall / (rho C')).
       if (C_ > 0) {
-        alpha_sum_ += double(last.recall.size()) / (double(rho_) * cprime_);
-        recall_sum_ += double(last.recall.size());
-        off_sum_ += double(last.offloaded.size());
-        chosen_sum_ += double(last.chosen.size());
-        gpu_sum_ += double(init_end + (n - local_begin));
-        ++obs_;
+        st.alpha += double(last.recall.size()) / (double(rho_) * cprime_);
+        st.recall += double(last.recall.size());
+        st.off += double(last.offloaded.size());
+        st.chosen += double(last.chosen.size());
+        st.gpu += double(init_end + (n - local_begin));
+        ++st.obs;
       }
       if (o_.observe && local_begin > init_end) {
-        // Observation 2 input: the true top-rho' of all offloaded keys under the rerank's score.
-        std::vector<int32_t> all;
-        for (int64_t t = init_end; t < local_begin; ++t) all.push_back(int32_t(t));
-        std::vector<int32_t> truth = ref::ctkvr_rerank(Q.data(), G, tr.k(l, h), n, d_, all, scale, rho_prime_);
+        // Observation 2 input: the true top-rho' of all offloaded keys under the rerank's score (the
+        // rerank over the contiguous ids init_end..local_begin-1, from the block's scores).
+        std::vector<int32_t> truth = observe_truth(tr, l, h, s, Q, G, last);
         std::sort(truth.begin(), truth.end());
         std::vector<int32_t> a, b(cpu);
         std::set_intersection(truth.begin(), truth.end(), last.offloaded.begin(), last.offloaded.end(),
@@ -153,9 +207,9 @@ void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelec
         a.clear();
         std::set_intersection(truth.begin(), truth.end(), b.begin(), b.end(), std::back_inserter(a));
         if (!truth.empty()) {
-          stage_recall_sum_ += in_recall / double(truth.size());
-          topk_recall_sum_ += double(a.size()) / double(truth.size());
-          ++topk_obs_;
+          st.stage_recall += in_recall / double(truth.size());
+          st.topk_recall += double(a.size()) / double(truth.size());
+          ++st.topk_obs;
         }
       }
       // (d) Dynamic centroid update (line 12): qcIVF.FIFO(A'_kv.top(rho)); the current query of every
@@ -171,38 +225,53 @@ void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelec
         for (int j = 0; j < rho_; ++j) row[j] = size_t(j) < k ? ranked[size_t(j)] : ranked[0];
         hs.age[size_t(slot)] = p;
         hs.oldest = (slot + 1) % C_;
-        ++updates_;
+        ++st.updates;
       }
-    }
+  });
   unreachable_sum_ += double(off_gen);
   ++unreachable_obs_;
   prev_s_ = s;
 }
 
 std::map<std::string, Statistic> CtkvrSelector::statistics() const {
+  Sums t;
+  for (const Sums& x : sums_) {
+    t.alpha += x.alpha;
+    t.recall += x.recall;
+    t.off += x.off;
+    t.chosen += x.chosen;
+    t.gpu += x.gpu;
+    t.obs += x.obs;
+    t.cos += x.cos;
+    t.cos_obs += x.cos_obs;
+    t.stage_recall += x.stage_recall;
+    t.topk_recall += x.topk_recall;
+    t.topk_obs += x.topk_obs;
+    t.updates += x.updates;
+  }
   std::map<std::string, Statistic> st;
-  if (obs_ > 0) {
-    st["dedup"] = {alpha_sum_ / double(obs_), obs_, "alpha = unique recalled ids / (rho C') (footnote 6, App. C.2)"};
-    st["recall_tokens"] = {recall_sum_ / double(obs_), obs_, "L_recall: unique ids recalled by the C' probed centroids"};
-    st["recall_offloaded_tokens"] = {off_sum_ / double(obs_), obs_,
+  if (t.obs > 0) {
+    st["dedup"] = {t.alpha / double(t.obs), t.obs, "alpha = unique recalled ids / (rho C') (footnote 6, App. C.2)"};
+    st["recall_tokens"] = {t.recall / double(t.obs), t.obs, "L_recall: unique ids recalled by the C' probed centroids"};
+    st["recall_offloaded_tokens"] = {t.off / double(t.obs), t.obs,
                                      "recalled ids that are offloaded (not init/local), i.e. reranked on the CPU"};
-    st["cpu_tokens"] = {chosen_sum_ / double(obs_), obs_, "tokens chosen by the rerank (<= rho')"};
-    st["gpu_tokens"] = {gpu_sum_ / double(obs_), obs_, "init + local tokens attended on the GPU"};
+    st["cpu_tokens"] = {t.chosen / double(t.obs), t.obs, "tokens chosen by the rerank (<= rho')"};
+    st["gpu_tokens"] = {t.gpu / double(t.obs), t.obs, "init + local tokens attended on the GPU"};
   }
   st["centroids_effective"] = {double(C_), 1, "C_e = min(C, prompt query rows in the trace); C = min(2048, P/16) unless set (§4.1.1)"};
-  if (cos_obs_ > 0)
-    st["adjacent_query_cosine"] = {cos_sum_ / double(cos_obs_), cos_obs_,
+  if (t.cos_obs > 0)
+    st["adjacent_query_cosine"] = {t.cos / double(t.cos_obs), t.cos_obs,
                                    "cosine of each query head's query with its previous position's (Obs. 1)"};
-  if (topk_obs_ > 0) {
-    st["centroid_recall"] = {stage_recall_sum_ / double(topk_obs_), topk_obs_,
+  if (t.topk_obs > 0) {
+    st["centroid_recall"] = {t.stage_recall / double(t.topk_obs), t.topk_obs,
                              "fraction of the true top-rho' offloaded keys inside the recalled set (Obs. 2)"};
-    st["topk_recall"] = {topk_recall_sum_ / double(topk_obs_), topk_obs_,
+    st["topk_recall"] = {t.topk_recall / double(t.topk_obs), t.topk_obs,
                          "fraction of the true top-rho' offloaded keys chosen by the rerank"};
   }
   if (unreachable_obs_ > 0)
     st["offloaded_generated_tokens"] = {unreachable_sum_ / double(unreachable_obs_), unreachable_obs_,
                                         "generated tokens past the local window: offloaded, in no qcIVF list, never attended"};
-  st["centroid_updates"] = {double(updates_), 1, "FIFO centroid updates performed (per layer and KV head, summed)"};
+  st["centroid_updates"] = {double(t.updates), 1, "FIFO centroid updates performed (per layer and KV head, summed)"};
   return st;
 }
 

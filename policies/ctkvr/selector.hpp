@@ -51,7 +51,14 @@ class CtkvrSelector final : public KernelSelector {
  private:
   struct Last {
     std::vector<int32_t> recall, offloaded, chosen;
+    // Observation 2's scores for a block of upcoming decode rows: [rows][G][hi - lo] dots of each row's
+    // queries with keys lo..hi-1, computed in one GEMM-shaped pass (each key row read once per block,
+    // not once per step); each element is the score the per-step rerank would compute.
+    std::vector<float> obs_scores;
+    int64_t obs_s0 = -1, obs_rows = 0, obs_lo = 0, obs_hi = 0;
   };
+  std::vector<int32_t> observe_truth(const TraceData& tr, int l, int h, int64_t s, const std::vector<float>& Q, int G,
+                                     Last& last) const;
   Params p_;
   CtkvrOptions o_;
   int layers_ = 0, kv_heads_ = 0, d_ = 0;
@@ -61,15 +68,19 @@ class CtkvrSelector final : public KernelSelector {
   std::vector<HeadState> heads_;
   std::vector<Last> last_;
   int64_t prev_s_ = -1;
-  // statistics accumulators
-  double alpha_sum_ = 0, recall_sum_ = 0, off_sum_ = 0, chosen_sum_ = 0, gpu_sum_ = 0;
-  int64_t obs_ = 0;
-  double cos_sum_ = 0;
-  int64_t cos_obs_ = 0;
-  double stage_recall_sum_ = 0, topk_recall_sum_ = 0;
-  int64_t topk_obs_ = 0;
+  // Statistics accumulators, one set per (layer, KV head): select() runs the pairs in parallel, and
+  // statistics() adds the sets up in pair order (the same result for any thread count).
+  struct Sums {
+    double alpha = 0, recall = 0, off = 0, chosen = 0, gpu = 0;
+    int64_t obs = 0;
+    double cos = 0;
+    int64_t cos_obs = 0;
+    double stage_recall = 0, topk_recall = 0;
+    int64_t topk_obs = 0, updates = 0;
+  };
+  std::vector<Sums> sums_;
   double unreachable_sum_ = 0;
-  int64_t unreachable_obs_ = 0, updates_ = 0;
+  int64_t unreachable_obs_ = 0;
 };
 
 }  // namespace kvsim::policies::ctkvr

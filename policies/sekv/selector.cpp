@@ -18,6 +18,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "core/parallel.hpp"
 #include "kernels/reference/reference.hpp"
 
 namespace kvsim::policies::sekv {
@@ -108,16 +109,26 @@ void SekvSelector::prefill(const TraceData& tr) {
   // ---- per (layer, KV head) representations (§3.2) ----
   heads_.assign(size_t(layers_) * kv_heads_, {});
   last_zoomed_.assign(size_t(layers_) * kv_heads_, {});
+  coarse_bias_.clear();
+  for (const Span& sp : spans_) coarse_bias_.push_back(ref::coarse_bias(sp.len()));
   rank_sum_ = rank_ratio_sum_ = disc_k_ = tot_k_ = disc_v_ = tot_v_ = 0;
   rank_obs_ = 0;
-  std::vector<float> ones;
   const size_t ms = spans_.size();
-  for (int l = 0; l < layers_; ++l)
-    for (int h = 0; h < kv_heads_; ++h) {
-      HeadState& hs = heads_[size_t(l) * kv_heads_ + h];
+  // Every (layer, KV head) builds its own representations: in parallel, each with its own sums of the
+  // rank statistics, added up in pair order afterwards (the same result for any thread count).
+  struct Sums {
+    double rank = 0, ratio = 0, disc_k = 0, tot_k = 0, disc_v = 0, tot_v = 0;
+    int64_t obs = 0;
+  };
+  std::vector<Sums> sums(size_t(layers_) * kv_heads_);
+  parallel_for(layers_ * kv_heads_, [&](int pair, int) {
+      const int l = pair / kv_heads_, h = pair % kv_heads_;
+      HeadState& hs = heads_[size_t(pair)];
+      Sums& su_pair = sums[size_t(pair)];
+      std::vector<float> ones;
       const float* K = tr.k(l, h);
       const float* V = tr.v(l, h);
-      hs.W = ref::pca_projection(K, P_, d_, dp_);
+      hs.W = kernels().pca_projection({.keys = K, .n = P_, .d = d_, .d_proj = dp_});
       hs.summaries.assign(ms * dp_, 0.f);
       hs.kbar.assign(ms * d_, 0.f);
       hs.vbar.assign(ms * d_, 0.f);
@@ -152,20 +163,31 @@ void SekvSelector::prefill(const TraceData& tr) {
         if (nn > 0)
           for (int j = 0; j < dp_; ++j) su[j] = float(su[j] / std::sqrt(nn));
         // eq. 6-8 with the energy rule as the rank gates' stand-in.
-        hs.fk[i] = ref::truncated_svd(K + int64_t(sp.begin) * d_, n, d_, o_.energy_fraction, rmax);
-        hs.fv[i] = ref::truncated_svd(V + int64_t(sp.begin) * d_, n, d_, o_.energy_fraction, rmax);
+        hs.fk[i] = kernels().truncated_svd({.X = K + int64_t(sp.begin) * d_, .n = n, .d = d_,
+                                            .energy_fraction = o_.energy_fraction, .r_max = rmax});
+        hs.fv[i] = kernels().truncated_svd({.X = V + int64_t(sp.begin) * d_, .n = n, .d = d_,
+                                            .energy_fraction = o_.energy_fraction, .r_max = rmax});
         const double cap = double(std::min<int64_t>({n, int64_t(d_), int64_t(rmax)}));
         for (const ref::LowRankFactors* f : {&hs.fk[i], &hs.fv[i]}) {
-          rank_sum_ += f->rank;
-          rank_ratio_sum_ += f->rank / cap;
-          ++rank_obs_;
+          su_pair.rank += f->rank;
+          su_pair.ratio += f->rank / cap;
+          ++su_pair.obs;
         }
-        disc_k_ += hs.fk[i].discarded_energy;
-        tot_k_ += hs.fk[i].total_energy;
-        disc_v_ += hs.fv[i].discarded_energy;
-        tot_v_ += hs.fv[i].total_energy;
+        su_pair.disc_k += hs.fk[i].discarded_energy;
+        su_pair.tot_k += hs.fk[i].total_energy;
+        su_pair.disc_v += hs.fv[i].discarded_energy;
+        su_pair.tot_v += hs.fv[i].total_energy;
       }
-    }
+  });
+  for (const Sums& x : sums) {
+    rank_sum_ += x.rank;
+    rank_ratio_sum_ += x.ratio;
+    rank_obs_ += x.obs;
+    disc_k_ += x.disc_k;
+    tot_k_ += x.tot_k;
+    disc_v_ += x.disc_v;
+    tot_v_ += x.tot_v;
+  }
 }
 
 void SekvSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelection>& out) {
@@ -214,7 +236,8 @@ void SekvSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelect
       for (int32_t t : full_)
         if (t <= p) sel.tokens.push_back(t);
       for (int64_t t = P_; t <= p; ++t) sel.tokens.push_back(int32_t(t));
-      // Spans in order: reconstructed tokens (bias 0) or one coarse entry (bias log|S|).
+      // Spans in order: reconstructed tokens (bias 0) or one coarse entry (bias log|S|), as runs into the
+      // selector's own arrays (HeadSelection::extra_runs); consecutive coarse spans are one run.
       for (size_t i = 0; i < ms; ++i) {
         const Span sp = spans_[i];
         if (sp.end - 1 > p) continue;
@@ -225,14 +248,16 @@ void SekvSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelect
             ref::lowrank_reconstruct(hs.fk[i], hs.rk[i].data());
             ref::lowrank_reconstruct(hs.fv[i], hs.rv[i].data());
           }
-          sel.extra_k.insert(sel.extra_k.end(), hs.rk[i].begin(), hs.rk[i].end());
-          sel.extra_v.insert(sel.extra_v.end(), hs.rv[i].begin(), hs.rv[i].end());
-          sel.extra_bias.insert(sel.extra_bias.end(), size_t(sp.len()), 0.f);
+          sel.extra_runs.push_back({hs.rk[i].data(), hs.rv[i].data(), nullptr, sp.len()});
           for (int32_t t = sp.begin; t < sp.end; ++t) sel.extra_tokens.push_back(t);
         } else {
-          sel.extra_k.insert(sel.extra_k.end(), hs.kbar.begin() + i * d_, hs.kbar.begin() + (i + 1) * d_);
-          sel.extra_v.insert(sel.extra_v.end(), hs.vbar.begin() + i * d_, hs.vbar.begin() + (i + 1) * d_);
-          sel.extra_bias.push_back(ref::coarse_bias(sp.len()));
+          auto& runs = sel.extra_runs;
+          const float* k = hs.kbar.data() + i * d_;
+          if (!runs.empty() && runs.back().bias && runs.back().k + runs.back().count * d_ == k) {
+            ++runs.back().count;
+          } else {
+            runs.push_back({k, hs.vbar.data() + i * d_, coarse_bias_.data() + i, 1});
+          }
         }
       }
       if (ms) {

@@ -6,6 +6,7 @@
 
 #include "kernels/reference/lowrank.hpp"
 #include "policies/sekv/params.hpp"
+#include "policies/kernel_selector.hpp"
 #include "traces/select/selector.hpp"
 
 namespace kvsim::policies::sekv {
@@ -29,7 +30,7 @@ struct SekvOptions {
   double zoom_budget_tokens = -1;
 };
 
-class SekvSelector final : public TraceSelector {
+class SekvSelector final : public KernelSelector {
  public:
   SekvSelector(const ParamValues& p, SekvOptions o = {});
   void prefill(const TraceData& trace) override;
@@ -70,6 +71,7 @@ class SekvSelector final : public TraceSelector {
   std::vector<int32_t> anchors_, full_;
   std::vector<Span> spans_;
   std::vector<HeadState> heads_;
+  std::vector<float> coarse_bias_;  // [m] log|S| per span (ref::coarse_bias), referenced by selections
   std::vector<std::vector<int32_t>> last_zoomed_;
   // statistics accumulators
   double zoom_tok_sum_ = 0, zoom_span_sum_ = 0, recon_tok_sum_ = 0;

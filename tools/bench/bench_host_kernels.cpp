@@ -49,10 +49,14 @@ void run_case(benchmark::State& state, const validate::Case& c) {
 
 // Registered at start-up, one per validation case.
 const bool registered = [] {
-  for (const validate::Case& c : validate::host_cases())
-    benchmark::RegisterBenchmark(("BM_HostKernel/" + c.phase).c_str(), [c](benchmark::State& s) { run_case(s, c); })
-        ->Threads(threads())
-        ->MinTime(0.2);
+  // BM_HostKernel/<phase>: the optimized host kernels (kernels/host/) where they exist;
+  // BM_HostKernelRef/<phase>: the reference kernels (kvsim::ref), for the comparison.
+  for (const bool optimized : {true, false})
+    for (const validate::Case& c : validate::host_cases(optimized))
+      benchmark::RegisterBenchmark(((optimized ? "BM_HostKernel/" : "BM_HostKernelRef/") + c.phase).c_str(),
+                                   [c](benchmark::State& s) { run_case(s, c); })
+          ->Threads(threads())
+          ->MinTime(0.2);
   return true;
 }();
 

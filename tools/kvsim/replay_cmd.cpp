@@ -11,7 +11,7 @@ namespace kvsim {
 
 struct ReplayCommand {
   CLI::App* cmd = nullptr;
-  std::string trace, scenario, format = "table", out, timeline, model_in_the_loop, needle, answer, device = "cpu";
+  std::string trace, scenario, format = "table", out, timeline, model_in_the_loop, needle, answer, device = "cpu", kernels = "optimized";
   std::vector<std::string> policies, sets;
   bool budget_sweep = false;
   int64_t max_steps = 0;
@@ -56,6 +56,9 @@ ReplayCommand* add_replay_command(CLI::App& app) {
                     "cpu (default): the host replay; cuda: also run every policy's selection and attention on the CUDA "
                     "kernels (the GPU where one is built in and present, else emulated on the CPU) and report their "
                     "agreement with the host replay");
+  c.cmd->add_option("--kernels", c.kernels,
+                    "host kernels: optimized (default; kernels/host) or reference (kvsim::ref, slower; the same "
+                    "selections, outputs equal to float rounding)");
   return &c;
 }
 
@@ -76,6 +79,7 @@ int run_replay_command(ReplayCommand& c) {
   q.needle = c.needle;
   q.answer = c.answer;
   q.device = c.device;
+  q.kernels = c.kernels;
   // One progress bar per long stage (replay, model in the loop), on a terminal only.
   std::unique_ptr<Progress> bar;
   std::string stage;

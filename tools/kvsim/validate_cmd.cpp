@@ -19,6 +19,7 @@ struct ValidateCommand {
   std::string device = "cpu", out, report, format = "table", host, hardware, name, filter;
   bool quick = false;
   std::string clock = "cpu";
+  std::string kernels = "optimized";
   double probe_seconds = 2.0;
   int repeats = 7;
 };
@@ -45,6 +46,10 @@ ValidateCommand* add_validate_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "wall"}));
   c.cmd->add_option("--name", c.name, "the calibration's name (default: <host or GPU>-<device>)");
   c.cmd->add_option("--filter", c.filter, "only kernels whose phase name contains this");
+  c.cmd->add_option("--kernels", c.kernels,
+                    "--device cpu: optimized (default: kernels/host where one exists, else the reference) or "
+                    "reference (kvsim::ref throughout: the plain kernels' profile)")
+      ->check(CLI::IsMember({"optimized", "reference"}));
   return &c;
 }
 
@@ -108,7 +113,7 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
       ce.source = b;
     }
     ce.unit = ComputeUnit::host;
-    cases = validate::host_cases();
+    cases = validate::host_cases(c.kernels == "optimized");
     timer = validate::cpu_timer(c.clock == "wall");
   }
   o.calibration_name = c.name.empty() ? ce.name + "-" + c.device : c.name;

@@ -6,7 +6,7 @@ namespace kvsim::replay {
 
 bool same_selection(const HeadSelection& a, const HeadSelection& b) {
   if (a.all || b.all) return a.all == b.all;
-  return a.tokens == b.tokens && a.extra_tokens == b.extra_tokens && a.extra_bias.size() == b.extra_bias.size();
+  return a.tokens == b.tokens && a.extra_tokens == b.extra_tokens && a.extra_count() == b.extra_count();
 }
 
 double relative_error(const float* a, const float* b, int d) {

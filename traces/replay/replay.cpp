@@ -12,7 +12,13 @@
 #include <numeric>
 #include <thread>
 #include <time.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
+#include "kernels/backend/backend.hpp"
+#include "kernels/host/attention.hpp"
+#include "kernels/host/select.hpp"
 #include "kernels/reference/reference.hpp"
 #include "core/error.hpp"
 #include "core/parallel.hpp"
@@ -105,6 +111,7 @@ void ground_truth_block(const TraceData& t, int l, int h, int64_t s0, int64_t s1
   for (int j = 0; j < g; ++j)
     Q.middleRows(j * rows, rows) = CRowMap(t.q(l, grp[size_t(j)], s0), rows, d) * scale;
   out.probs.resize(size_t(g * rows) * size_t(cols));
+  out.lse.resize(size_t(g * rows));
   RowMap S(out.probs.data(), g * rows, cols);
   const CRowMap K(t.k(l, h), cols, d);
   S.noalias() = Q * K.transpose();
@@ -117,7 +124,9 @@ void ground_truth_block(const TraceData& t, int l, int h, int64_t s0, int64_t s1
       auto seen = row.head(n).array();
       const float mx = seen.maxCoeff();
       seen = (seen - mx).exp();
-      seen /= seen.sum();
+      const float sum = seen.sum();
+      seen /= sum;
+      out.lse[size_t(j * rows + r)] = mx + std::log(sum);
       row.tail(cols - n).setZero();
     }
   if (t.source->has_values()) {
@@ -209,27 +218,20 @@ Quality quality_of(const MetricStore& m, bool values, bool focus, int64_t r0, in
 }
 
 // The exact top-k of a probability row under the reference ranking (higher first, ties by the lower
-// index): O(n) by a selection of the k-th value, then a scan.
-void topk_of_row(const float* p, int64_t n, int64_t k, std::vector<float>& scratch, std::vector<int32_t>& out) {
-  out.clear();
-  k = std::min(k, n);
-  if (k <= 0) return;
-  scratch.assign(p, p + n);
-  std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<float>());
-  const float tau = scratch[size_t(k - 1)];
-  int64_t above = 0;
-  for (int64_t i = 0; i < n; ++i) above += p[i] > tau;
-  int64_t ties = k - above;
-  for (int64_t i = 0; i < n; ++i)
-    if (p[i] > tau || (p[i] == tau && ties-- > 0)) out.push_back(int32_t(i));
+// index): the optimized radix select (kernels/host/select.hpp); callers only test membership.
+void topk_of_row(const float* p, int64_t n, int64_t k, std::vector<int32_t>& out) {
+  k = std::max<int64_t>(0, std::min(k, n));
+  out.resize(size_t(k));
+  if (k > 0) host::topk_indices(p, n, k, out.data());
 }
 
 struct Worker {
   GroundTruthBlock gt;
   std::vector<uint8_t> mark;
-  std::vector<float> scratch, Qg, o_sel, lse, o_extra;
+  std::vector<float> Qg, o_sel, lse, o_extra, lse_extra;
+  HeadSelection flat;                        // a selection's extra entries made contiguous
+  std::vector<host::AttendSegment> segments;  // a selection's extra entries, where they are
   std::vector<std::vector<int32_t>> top;  // [group * rows]
-  std::vector<ref::AttnEntry> entries;
   double gt_seconds = 0, metric_seconds = 0, flops = 0;
   // --device: the device backend's attention outputs and their agreement with the host's, per policy.
   std::vector<float> d_q, d_out, d_lse, d_extra, d_extra_lse;
@@ -237,6 +239,41 @@ struct Worker {
   std::vector<int64_t> dev_outputs;
   std::vector<double> dev_error;
 };
+
+// Attention of decode row r's query heads restricted to `tokens`, from the ground truth's probabilities
+// (ReplayOptions::attention_kernel says why): out[j] = Σ_S p_j(x)·v_x / Σ_S p_j, lse[j] = lse_j + log Σ_S p_j.
+// False (nothing written that matters) when some head's selected mass underflows.
+bool subset_attention(const GroundTruthBlock& gt, int64_t r, const float* V, int d, const std::vector<int32_t>& tokens,
+                      float* out, float* lse) {
+  const int g = gt.group;
+  if (g > 16) return false;
+  const float* rows[16];
+  double mass[16];
+  for (int j = 0; j < g; ++j) rows[j] = gt.p(j, r);
+  host::weighted_rows({.values = V, .idx = tokens.data(), .m = int64_t(tokens.size()), .d = d, .rows = g,
+                       .weights = rows, .out = out, .mass = mass});
+  for (int j = 0; j < g; ++j)
+    if (!(mass[j] >= 1e-30)) return false;
+  for (int j = 0; j < g; ++j) {
+    const float inv = float(1.0 / mass[j]);
+    float* oj = out + int64_t(j) * d;
+    for (int c = 0; c < d; ++c) oj[c] *= inv;
+    lse[j] = float(double(gt.lse_of(j, r)) + std::log(mass[j]));
+  }
+  return true;
+}
+
+// `hs` itself when its extra entries are all owned, else a copy in `scratch` with them flattened.
+const HeadSelection& flat_extras(const HeadSelection& hs, int d, HeadSelection& scratch) {
+  if (hs.extra_runs.empty()) return hs;
+  scratch.clear();
+  scratch.extra_k = hs.extra_k;
+  scratch.extra_v = hs.extra_v;
+  scratch.extra_bias = hs.extra_bias;
+  scratch.extra_runs = hs.extra_runs;
+  scratch.flatten_extras(d);
+  return scratch;
+}
 
 // One KV head's attention for the query heads of its group at decode row s over selection `dh`, on
 // backend `be`: the token gather, then the extra entries (biased) merged in, as the host path does with
@@ -258,12 +295,13 @@ void device_attention(const kernels::Backend& be, const TraceData& t, int l, int
   be.gather_attention({.queries = w.d_q.data(), .rows = g, .keys = t.k(l, h), .values = t.v(l, h),
                        .resident_rows = t.T, .d = t.d, .idx = idx->data(), .m = int64_t(idx->size()),
                        .scale = scale, .out = w.d_out.data(), .lse = w.d_lse.data()});
-  const int64_t m_extra = dh.all ? 0 : int64_t(dh.extra_bias.size());
+  const int64_t m_extra = dh.all ? 0 : dh.extra_count();
   if (m_extra == 0) return;
   w.d_extra.resize(size_t(g) * t.d);
   w.d_extra_lse.resize(size_t(g));
-  be.biased_attention({.queries = w.d_q.data(), .rows = g, .keys = dh.extra_k.data(), .values = dh.extra_v.data(),
-                       .bias = dh.extra_bias.data(), .m = m_extra, .d = t.d, .scale = scale,
+  const HeadSelection& ex = flat_extras(dh, t.d, w.flat);
+  be.biased_attention({.queries = w.d_q.data(), .rows = g, .keys = ex.extra_k.data(), .values = ex.extra_v.data(),
+                       .bias = ex.extra_bias.data(), .m = m_extra, .d = t.d, .scale = scale,
                        .out = w.d_extra.data(), .lse = w.d_extra_lse.data()});
   be.merge_state({.out_a = w.d_out.data(), .lse_a = w.d_lse.data(), .out_b = w.d_extra.data(),
                   .lse_b = w.d_extra_lse.data(), .rows = g, .d = t.d, .out = w.d_out.data(), .lse = w.d_lse.data()});
@@ -273,6 +311,13 @@ void device_attention(const kernels::Backend& be, const TraceData& t, int l, int
 
 ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, const ReplayOptions& o) {
   const auto wall0 = Clock::now();
+#if defined(__GLIBC__)
+  // Selectors and metrics allocate and free buffers of hundreds of KiB per (layer, head) and step; with
+  // glibc's defaults some of them are mmap'd and unmapped or trimmed every time, and the page faults of
+  // re-touching them cost seconds over a long replay. Keep them in the heap.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
   ReplayResult res;
   res.has_values = t.source->has_values();
   if (o.measure_peak) res.sgemm_peak_flops = measure_sgemm_peak();
@@ -299,12 +344,20 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
   std::vector<std::unique_ptr<TraceSelector>> dsel(runs.size());
   std::vector<DeviceCheck> checks(runs.size());
   res.policies.resize(size_t(npol));
+  const kernels::Backend& host = o.host ? *o.host : kernels::host_optimized_backend();
   for (int i = 0; i < npol; ++i) {
     sel[size_t(i)] = make_selector(runs[size_t(i)].policy, runs[size_t(i)].params);
     if (!sel[size_t(i)]) throw std::logic_error("no trace selector for policy " + runs[size_t(i)].policy);
+    if (auto* ks = dynamic_cast<policies::KernelSelector*>(sel[size_t(i)].get())) ks->use_backend(host);
     res.policies[size_t(i)].run = runs[size_t(i)];
     if (res.policies[size_t(i)].run.label.empty()) res.policies[size_t(i)].run.label = runs[size_t(i)].policy;
     metrics[size_t(i)].init(R, t.layers, t.q_heads);
+  }
+  // Policies are independent (each selector keeps its own state and reads the trace only), so their
+  // prefills, and below each block's selections, run concurrently, one policy per worker. A policy's
+  // select_s is its own wall time on its worker.
+  const auto prefill0 = Clock::now();
+  parallel_for(npol, [&](int i, int) {
     const auto t0 = Clock::now();
     sel[size_t(i)]->prefill(t);
     res.policies[size_t(i)].select_seconds += seconds_since(t0);
@@ -321,7 +374,8 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
         c.selection_on_backend = true;
       }
     }
-  }
+  }, threads);
+  res.prefill_wall_seconds = seconds_since(prefill0);
 
   const int B = std::max(1, o.block_rows);
   std::vector<Worker> workers(static_cast<size_t>(threads));
@@ -335,8 +389,9 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
     const int64_t b1 = std::min(R, b0 + B), nb = b1 - b0;
     const int64_t s0 = rows[size_t(b0)], s1 = rows[size_t(b1 - 1)] + 1;
     if (s1 - s0 != nb) throw std::logic_error("replay: decode rows are not contiguous");
-    // 1. Selections, in row order (selectors may keep state).
-    for (int i = 0; i < npol; ++i) {
+    // 1. Selections, in row order (selectors may keep state); policies concurrently.
+    const auto select0 = Clock::now();
+    parallel_for(npol, [&](int i, int) {
       auto& ps = sels[size_t(i)];
       ps.resize(size_t(B));
       const auto t0 = Clock::now();
@@ -351,7 +406,7 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
       DeviceCheck& c = checks[size_t(i)];
       if (!dsel[size_t(i)]) {
         c.selections += o.device ? nb * pairs : 0;  // the host's own selection: identical by construction
-        continue;
+        return;
       }
       auto& ds = dsels[size_t(i)];
       ds.resize(size_t(B));
@@ -368,7 +423,9 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
                                std::to_string(pair / t.kv_heads) + ", KV head slot " + std::to_string(pair % t.kv_heads);
         }
       }
-    }
+    }, threads);
+    res.select_wall_seconds += seconds_since(select0);
+    const auto metrics0 = Clock::now();
     // 2. Ground truth once per (layer, KV head), then every policy's attention and metrics.
     // Per (layer, KV head) pair, on the worker thread `wi`; an error in one (a selector's bad token id)
     // stops the others and is rethrown by parallel_for.
@@ -387,11 +444,10 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
         w.top.resize(size_t(g) * nb);
         for (int j = 0; j < g; ++j)
           for (int64_t r = 0; r < nb; ++r)
-            topk_of_row(w.gt.p(j, r), t.position(s0 + r) + 1, topk, w.scratch, w.top[size_t(j) * nb + r]);
+            topk_of_row(w.gt.p(j, r), t.position(s0 + r) + 1, topk, w.top[size_t(j) * nb + r]);
         w.Qg.resize(size_t(g) * t.d);
         w.o_sel.resize(size_t(g) * t.d);
         w.lse.resize(size_t(g));
-        w.o_extra.resize(size_t(t.d));
         w.dev_outputs.resize(size_t(npol));
         w.dev_error.resize(size_t(npol));
         for (int i = 0; i < npol; ++i) {
@@ -432,7 +488,7 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
             }
             for (int32_t x : hs.extra_tokens)
               if (x >= 0 && x < n) w.mark[size_t(x)] = 1;
-            const int64_t m_extra = int64_t(hs.extra_bias.size());
+            const int64_t m_extra = hs.extra_count();
             // Focus recall: the share of the focus tokens already in the cache (< n) that are attended.
             float focus_recall = NAN;
             {
@@ -443,19 +499,34 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
             }
             if (values) {
               for (int j = 0; j < g; ++j) std::copy_n(t.q(l, grp[size_t(j)], s), t.d, w.Qg.data() + size_t(j) * t.d);
-              ref::gqa_gather_attention(w.Qg.data(), g, t.k(l, h), t.v(l, h), n, t.d, hs.tokens.data(),
-                                        int64_t(hs.tokens.size()), scale, w.o_sel.data(), w.lse.data());
+              if (o.attention_kernel || !subset_attention(w.gt, r, t.v(l, h), t.d, hs.tokens, w.o_sel.data(),
+                                                          w.lse.data()))
+                host.gather_attention({.queries = w.Qg.data(), .rows = g, .keys = t.k(l, h), .values = t.v(l, h),
+                                       .resident_rows = n, .d = t.d, .idx = hs.tokens.data(),
+                                       .m = int64_t(hs.tokens.size()), .scale = scale, .out = w.o_sel.data(),
+                                       .lse = w.lse.data()});
               if (m_extra > 0) {
-                w.entries.resize(size_t(m_extra));
-                for (int64_t e = 0; e < m_extra; ++e)
-                  w.entries[size_t(e)] = {hs.extra_k.data() + size_t(e) * t.d, hs.extra_v.data() + size_t(e) * t.d,
-                                          hs.extra_bias[size_t(e)]};
-                for (int j = 0; j < g; ++j) {
-                  float* oj = w.o_sel.data() + size_t(j) * t.d;
-                  const float le = ref::biased_attention(w.Qg.data() + size_t(j) * t.d, w.entries, t.d, scale,
-                                                         w.o_extra.data());
-                  w.lse[size_t(j)] = ref::merge_state(oj, w.lse[size_t(j)], w.o_extra.data(), le, t.d, oj);
+                w.o_extra.resize(size_t(g) * t.d);
+                w.lse_extra.resize(size_t(g));
+                if (o.attention_kernel) {  // the backend's kernel over the entries made contiguous
+                  const HeadSelection& ex = flat_extras(hs, t.d, w.flat);
+                  host.biased_attention({.queries = w.Qg.data(), .rows = g, .keys = ex.extra_k.data(),
+                                         .values = ex.extra_v.data(), .bias = ex.extra_bias.data(), .m = m_extra,
+                                         .d = t.d, .scale = scale, .out = w.o_extra.data(),
+                                         .lse = w.lse_extra.data()});
+                } else {  // the optimized kernel over the owned rows and the runs where they are
+                  w.segments.clear();
+                  if (!hs.extra_bias.empty())
+                    w.segments.push_back({hs.extra_k.data(), hs.extra_v.data(), nullptr, hs.extra_bias.data(),
+                                          int64_t(hs.extra_bias.size())});
+                  for (const auto& run : hs.extra_runs)
+                    w.segments.push_back({run.k, run.v, nullptr, run.bias, run.count});
+                  host::attend_segments(w.Qg.data(), g, w.segments.data(), int(w.segments.size()), t.d, scale,
+                                        w.o_extra.data(), w.lse_extra.data());
                 }
+                host.merge_state({.out_a = w.o_sel.data(), .lse_a = w.lse.data(), .out_b = w.o_extra.data(),
+                                  .lse_b = w.lse_extra.data(), .rows = g, .d = t.d, .out = w.o_sel.data(),
+                                  .lse = w.lse.data()});
               }
             }
             check_device();
@@ -496,6 +567,7 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
         }
         w.metric_seconds += thread_cpu_seconds() - c0;
     }, threads);
+    res.metrics_wall_seconds += seconds_since(metrics0);
     if (o.progress) o.progress(double(b1) / double(R));
   }
   for (const Worker& w : workers) {

@@ -51,9 +51,11 @@ struct GroundTruthBlock {
   using Floats = std::vector<float, Eigen::aligned_allocator<float>>;
   Floats probs;    // [group][rows][cols] (row-major; row (j, r) = probs + (j * rows + r) * cols)
   Floats outputs;  // [group][rows][d]; empty without values
+  Floats lse;      // [group][rows]: log Σ exp(logit) over the row's tokens (natural log)
   double flops = 0;            // GEMM FLOPs executed (2·g·rows·cols·d per product)
   const float* p(int j, int64_t r) const { return probs.data() + (size_t(j) * rows + size_t(r)) * cols; }
   const float* o(int j, int64_t r) const { return outputs.data() + (size_t(j) * rows + size_t(r)) * d; }
+  float lse_of(int j, int64_t r) const { return lse[size_t(j) * rows + size_t(r)]; }
 };
 // Scratch buffers are reused when the block is passed again.
 void ground_truth_block(const TraceData& t, int l, int h, int64_t s0, int64_t s1, GroundTruthBlock& out);
@@ -76,6 +78,17 @@ struct ReplayOptions {
   // A device backend (`--device cuda`): every policy's selection and attention also run on it (a fork of
   // it per policy), compared with the host replay in PolicyReplay::device. Null: the host replay alone.
   const kernels::Backend* device = nullptr;
+  // The host kernels (`--kernels`): the selectors' kernels and the attention over each selection.
+  // Null: the optimized host kernels (kernels/host/); kernels::host_backend() runs the reference ones.
+  // Selections are identical either way (tests/test_replay_kernels.cpp); outputs agree to float rounding.
+  const kernels::Backend* host = nullptr;
+  // How the output over a selection's stored tokens is computed. false (the default): from the ground
+  // truth's probabilities, which the replay has anyway — attention restricted to a set S is
+  // softmax_S(x) = p(x) / Σ_S p, so out_S = Σ_S p(x)·v_x / Σ_S p and lse_S = lse + log Σ_S p: no key is
+  // re-read and no exp recomputed, only the value rows (a set whose mass underflows, Σ_S p < 1e-30, runs
+  // the kernel instead). true: the host backend's attention kernel over the gathered rows (what
+  // `--kernels reference` does, and the check that both agree: tests/test_replay_kernels.cpp).
+  bool attention_kernel = false;
 };
 
 // What one policy variant runs with.
@@ -117,6 +130,9 @@ struct ReplayResult {
   double sgemm_peak_flops = 0;      // single core (0 when not measured)
   double metric_thread_seconds = 0; // CPU time in the policies' attention and metrics, summed over workers
   double wall_seconds = 0;
+  // Where the wall time went: the policies' prefills (concurrent), their selections (concurrent, per
+  // block of rows), and the ground truth with the metrics (per (layer, KV head), parallel).
+  double prefill_wall_seconds = 0, select_wall_seconds = 0, metrics_wall_seconds = 0;
   double gt_flops_per_core() const { return gt_thread_seconds > 0 ? gt_flops / gt_thread_seconds : 0; }
   double gt_fraction_of_peak() const { return sgemm_peak_flops > 0 ? gt_flops_per_core() / sgemm_peak_flops : 0; }
 };

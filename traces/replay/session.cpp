@@ -83,6 +83,9 @@ std::unique_ptr<ReplayReport> run_replay_request(const ReplayRequest& c) {
   };
   if (c.device != "cpu" && c.device != "cuda")
     throw_input_error("command line", 0, "--device", "unknown device '" + c.device + "'; allowed: cpu, cuda");
+  if (c.kernels != "optimized" && c.kernels != "reference")
+    throw_input_error("command line", 0, "--kernels",
+                      "unknown kernels '" + c.kernels + "'; allowed: optimized, reference");
   // Policies: the given ones (each must have a selector) or every one with a selector.
   std::vector<std::string> with_selector;
   for (const std::string& n : policy_names())
@@ -184,6 +187,8 @@ std::unique_ptr<ReplayReport> run_replay_request(const ReplayRequest& c) {
   ro.max_steps = c.max_steps;
   ro.threads = c.threads;
   ro.block_rows = c.block_rows;
+  ro.host = &kernels::host_backend_named(c.kernels);
+  ro.attention_kernel = c.kernels == "reference";
   std::unique_ptr<kernels::Backend> device;
   if (c.device == "cuda") {
     device = kernels::make_cuda_backend(&rep->device_note);
@@ -281,11 +286,14 @@ std::string replay_report_text(const ReplayReport& rep, const std::string& forma
                      {"context_ratio", ratio},
                      {"note", context_note}};
     j["options"] = {{"topk", c.topk}, {"max_steps", c.max_steps}, {"block_rows", c.block_rows}, {"threads", res.threads},
-                    {"budget_sweep", c.budget_sweep}};
+                    {"budget_sweep", c.budget_sweep}, {"kernels", c.kernels}};
     if (!c.needle.empty())
       j["needle"] = {{"text", c.needle}, {"tokens", {needle_tokens.front(), needle_tokens.back() + 1}}};
     if (!c.answer.empty()) j["answer"] = {{"text", c.answer}, {"last_step", answer_end_step}};
     j["performance"] = {{"wall_s", res.wall_seconds},
+                        {"prefill_wall_s", res.prefill_wall_seconds},
+                        {"select_wall_s", res.select_wall_seconds},
+                        {"metrics_wall_s", res.metrics_wall_seconds},
                         {"threads", res.threads},
                         {"ground_truth_flops", res.gt_flops},
                         {"ground_truth_thread_s", res.gt_thread_seconds},

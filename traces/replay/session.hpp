@@ -35,6 +35,9 @@ struct ReplayRequest {
   // "cpu": the host replay alone. "cuda": also every policy's selection and attention on the CUDA kernels
   // (a GPU where one is built in and present, else the emulator), compared with the host replay.
   std::string device = "cpu";
+  // "optimized" (default): the optimized host kernels (kernels/host/); "reference": the reference ones
+  // (kvsim::ref), slower, the same selections (tests/test_replay_kernels.cpp).
+  std::string kernels = "optimized";
   // Long stages report here as (stage title, fraction done in [0, 1]); fraction 1 closes the stage.
   std::function<void(const std::string&, double)> progress;
 };

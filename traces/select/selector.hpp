@@ -56,7 +56,40 @@ struct HeadSelection {
   // Tokens represented by extra entries at full resolution (SEKV's reconstructed tokens): counted as
   // attended by the recall metrics, though their K/V come from extra_k/extra_v.
   std::vector<int32_t> extra_tokens;
-  void clear() { all = false; tokens.clear(); extra_k.clear(); extra_v.clear(); extra_bias.clear(); extra_tokens.clear(); }
+  // More extra entries, by reference instead of copied (SEKV's span means and reconstructed spans, which
+  // it keeps for the whole replay): runs of `count` rows at k/v [count][d] with a bias per row (`bias`
+  // null: 0). They come after the extra_k/extra_v rows in entry order and stay valid while the selector
+  // lives. Copying them into every step's selection would move megabytes per (layer, head) and step.
+  struct ExtraRun {
+    const float *k = nullptr, *v = nullptr, *bias = nullptr;
+    int64_t count = 0;
+  };
+  std::vector<ExtraRun> extra_runs;
+  // All extra entries: the owned rows plus the runs.
+  int64_t extra_count() const {
+    int64_t n = int64_t(extra_bias.size());
+    for (const ExtraRun& r : extra_runs) n += r.count;
+    return n;
+  }
+  // Copies the runs into extra_k/extra_v/extra_bias (after the owned rows, in order) and drops them: the
+  // contiguous form, for consumers that want one array (the CUDA check, the reference kernels, tests).
+  void flatten_extras(int d) {
+    for (const ExtraRun& r : extra_runs) {
+      extra_k.insert(extra_k.end(), r.k, r.k + r.count * d);
+      extra_v.insert(extra_v.end(), r.v, r.v + r.count * d);
+      for (int64_t i = 0; i < r.count; ++i) extra_bias.push_back(r.bias ? r.bias[i] : 0.f);
+    }
+    extra_runs.clear();
+  }
+  void clear() {
+    all = false;
+    tokens.clear();
+    extra_k.clear();
+    extra_v.clear();
+    extra_bias.clear();
+    extra_tokens.clear();
+    extra_runs.clear();
+  }
 };
 
 // One measured statistic, named as a parameter of the cost-model policy when it replaces one.

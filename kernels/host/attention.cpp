@@ -1,0 +1,186 @@
+#include "kernels/host/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/host/dots.hpp"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+namespace kvsim::host {
+
+namespace {
+constexpr int kBlock = 32;    // keys per block
+constexpr int kMaxRows = 16;  // query rows per call handled in one pass (more: in passes)
+
+void check_idx(const AttendRows& p) {
+  if (!p.idx) return;
+  for (int64_t i = 0; i < p.m; ++i)
+    if (p.idx[i] < 0 || p.idx[i] >= p.n)
+      throw std::out_of_range("gather_attention: index " + std::to_string(p.idx[i]) + " outside [0, " +
+                              std::to_string(p.n) + ")");
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+// out[r][c..c+32) += Σ_j w[r * kBlock + j] · v_j[c..c+32) for NR rows: 4·NR accumulators in registers
+// (NR is a template argument so that the compiler can keep them there).
+template <int NR>
+inline void accumulate_slice(const float* w, const float* const* vrow, int nb, int c, float* out, int64_t d) {
+  __m256 acc[NR][4];
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < 4; ++k) acc[r][k] = _mm256_setzero_ps();
+  for (int j = 0; j < nb; ++j) {
+    const float* v = vrow[j] + c;
+    const __m256 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8), v2 = _mm256_loadu_ps(v + 16),
+                 v3 = _mm256_loadu_ps(v + 24);
+    for (int r = 0; r < NR; ++r) {
+      const __m256 wj = _mm256_broadcast_ss(w + r * kBlock + j);
+      acc[r][0] = _mm256_fmadd_ps(wj, v0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(wj, v1, acc[r][1]);
+      acc[r][2] = _mm256_fmadd_ps(wj, v2, acc[r][2]);
+      acc[r][3] = _mm256_fmadd_ps(wj, v3, acc[r][3]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < 4; ++k) {
+      float* o = out + r * d + c + 8 * k;
+      _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o), acc[r][k]));
+    }
+}
+
+// All R rows (any count) for channels [0, d32) in 32-channel slices, two or three rows at a time.
+inline void accumulate_rows(const float* w, const float* const* vrow, int nb, int R, int d32, float* out, int64_t d) {
+  for (int c = 0; c < d32; c += 32) {
+    int r = 0;
+    for (; r + 3 <= R; r += 3) accumulate_slice<3>(w + r * kBlock, vrow, nb, c, out + r * d, d);
+    if (R - r == 2) accumulate_slice<2>(w + r * kBlock, vrow, nb, c, out + r * d, d);
+    if (R - r == 1) accumulate_slice<1>(w + r * kBlock, vrow, nb, c, out + r * d, d);
+  }
+}
+#endif
+
+// One pass over the segments for query rows Q[0, R) (R <= kMaxRows): one online softmax across all.
+void attend_pass(const AttendSegment* segs, int nseg, int d, float scale, const float* Q, int R, float* out,
+                 float* lse) {
+  float s[kMaxRows * kBlock];
+  float mx[kMaxRows], l[kMaxRows];
+  for (int r = 0; r < R; ++r) {
+    mx[r] = -INFINITY;
+    l[r] = 0.f;
+    std::fill_n(out + int64_t(r) * d, d, 0.f);
+  }
+  const float* vrow[kBlock];
+  for (int g = 0; g < nseg; ++g) {
+  const AttendSegment& p = segs[g];
+  for (int64_t i0 = 0; i0 < p.m; i0 += kBlock) {
+    const int nb = int(std::min<int64_t>(kBlock, p.m - i0));
+    if (p.idx) fast_dots(Q, R, d, p.keys, p.idx + i0, nb, d, scale, s, kBlock);
+    else fast_dots(Q, R, d, p.keys + i0 * d, nullptr, nb, d, scale, s, kBlock);
+    for (int j = 0; j < nb; ++j) vrow[j] = p.values + (p.idx ? int64_t(p.idx[i0 + j]) : i0 + j) * d;
+    for (int r = 0; r < R; ++r) {
+      float* sr = s + r * kBlock;
+      if (p.bias)
+        for (int j = 0; j < nb; ++j) sr[j] += p.bias[i0 + j];
+      float bm = -INFINITY;
+      for (int j = 0; j < nb; ++j) bm = std::max(bm, sr[j]);
+      if (!(bm > -INFINITY)) {  // the whole block is -inf (or NaN): contributes nothing
+        for (int j = 0; j < nb; ++j) sr[j] = 0.f;
+        continue;
+      }
+      const float m_new = std::max(mx[r], bm);
+      const float rescale = mx[r] > -INFINITY ? std::exp(mx[r] - m_new) : 0.f;
+      float sum = 0.f;
+      for (int j = 0; j < nb; ++j) sum += (sr[j] = sr[j] > -INFINITY ? std::exp(sr[j] - m_new) : 0.f);
+      l[r] = l[r] * rescale + sum;
+      mx[r] = m_new;
+      float* o = out + int64_t(r) * d;
+      if (rescale != 1.f)
+        for (int c = 0; c < d; ++c) o[c] *= rescale;
+    }
+    // out[r] += Σ_j p[r][j] · v_j, a 32-channel slice of every row at a time (registers).
+#if defined(__AVX2__) && defined(__FMA__)
+    const int d32 = d & ~31;
+    accumulate_rows(s, vrow, nb, R, d32, out, d);
+    int c = d32;
+    for (; c < d; ++c)
+      for (int r = 0; r < R; ++r) {
+        float a = out[int64_t(r) * d + c];
+        for (int j = 0; j < nb; ++j) a += s[r * kBlock + j] * vrow[j][c];
+        out[int64_t(r) * d + c] = a;
+      }
+#else
+    for (int r = 0; r < R; ++r) {
+      float* o = out + int64_t(r) * d;
+      for (int j = 0; j < nb; ++j) {
+        const float w = s[r * kBlock + j];
+        for (int c = 0; c < d; ++c) o[c] += w * vrow[j][c];
+      }
+    }
+#endif
+  }
+  }
+  for (int r = 0; r < R; ++r) {
+    const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
+    float* o = out + int64_t(r) * d;
+    for (int c = 0; c < d; ++c) o[c] *= inv;
+    lse[r] = l[r] > 0.f ? mx[r] + std::log(l[r]) : -INFINITY;
+  }
+}
+}  // namespace
+
+void attend_rows(const AttendRows& p) {
+  check_idx(p);
+  const AttendSegment seg{p.keys, p.values, p.idx, p.bias, p.m};
+  attend_segments(p.queries, p.rows, &seg, 1, p.d, p.scale, p.out, p.lse);
+}
+
+void attend_segments(const float* queries, int rows, const AttendSegment* segs, int nseg, int d, float scale,
+                     float* out, float* lse) {
+  for (int r0 = 0; r0 < rows; r0 += kMaxRows) {
+    const int R = std::min(kMaxRows, rows - r0);
+    attend_pass(segs, nseg, d, scale, queries + int64_t(r0) * d, R, out + int64_t(r0) * d, lse + r0);
+  }
+}
+
+}  // namespace kvsim::host
+
+namespace kvsim::host {
+
+void weighted_rows(const WeightedRows& p) {
+  const int d = p.d, R = p.rows;
+  if (R > kMaxRows) throw std::invalid_argument("weighted_rows: at most 16 rows");
+  std::fill_n(p.out, size_t(R) * d, 0.f);
+  for (int r = 0; r < R; ++r) p.mass[r] = 0;
+  float w[kMaxRows * kBlock];
+  const float* vrow[kBlock];
+  for (int64_t i0 = 0; i0 < p.m; i0 += kBlock) {
+    const int nb = int(std::min<int64_t>(kBlock, p.m - i0));
+    for (int j = 0; j < nb; ++j) vrow[j] = p.values + int64_t(p.idx[i0 + j]) * d;
+    for (int r = 0; r < R; ++r) {
+      double m = p.mass[r];
+      for (int j = 0; j < nb; ++j) m += (w[r * kBlock + j] = p.weights[r][p.idx[i0 + j]]);
+      p.mass[r] = m;
+    }
+#if defined(__AVX2__) && defined(__FMA__)
+    const int d32 = d & ~31;
+    accumulate_rows(w, vrow, nb, R, d32, p.out, d);
+    int c = d32;
+    for (; c < d; ++c)
+      for (int r = 0; r < R; ++r) {
+        float a = 0.f;
+        for (int j = 0; j < nb; ++j) a += w[r * kBlock + j] * vrow[j][c];
+        p.out[int64_t(r) * d + c] += a;
+      }
+#else
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < nb; ++j)
+        for (int c = 0; c < d; ++c) p.out[int64_t(r) * d + c] += w[r * kBlock + j] * vrow[j][c];
+#endif
+  }
+}
+
+}  // namespace kvsim::host

@@ -1,0 +1,217 @@
+// The optimized host kernels (kernels/host/) against the reference (kvsim::ref): every score a selection
+// is made from bit for bit, every selection id for id, attention outputs to float rounding.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/host/host.hpp"
+#include "kernels/reference/reference.hpp"
+
+using namespace kvsim;
+
+namespace {
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(g);
+  return v;
+}
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+}  // namespace
+
+// Shapes that exercise the 16-key tiles, a partial last tile, rows in passes of 4 and their remainders,
+// head dims that are and are not multiples of 8, and gathered rows.
+TEST(HostKernels, ExactDotsAreBitIdenticalToTheReferenceScores) {
+  for (int d : {128, 64, 20, 7})
+    for (int R : {1, 3, 4, 9})
+      for (int64_t n : {int64_t(1), int64_t(15), int64_t(16), int64_t(37), int64_t(300)}) {
+        SCOPED_TRACE("d=" + std::to_string(d) + " R=" + std::to_string(R) + " n=" + std::to_string(n));
+        const auto Q = random_floats(size_t(R) * d, 1), K = random_floats(size_t(n) * d, 2);
+        std::vector<float> ref(size_t(R) * n), got(size_t(R) * n, NAN);
+        ref::score_gemm(Q.data(), R, K.data(), n, d, ref.data(), ref::ScoreKind::dot, 0.125f);
+        host::exact_dots(Q.data(), R, d, K.data(), nullptr, n, d, 0.125f, got.data(), n);
+        EXPECT_TRUE(same_bits(ref, got));
+        // Gathered rows: every other row, backwards.
+        std::vector<int32_t> idx;
+        for (int64_t i = n - 1; i >= 0; i -= 2) idx.push_back(int32_t(i));
+        const int64_t m = int64_t(idx.size());
+        std::vector<float> rows(size_t(m) * d), ref2(size_t(R) * m), got2(size_t(R) * m, NAN);
+        ref::gather_rows(K.data(), n, d, idx.data(), m, rows.data());
+        ref::score_gemm(Q.data(), R, rows.data(), m, d, ref2.data(), ref::ScoreKind::dot, 1.f);
+        host::exact_dots(Q.data(), R, d, K.data(), idx.data(), m, d, 1.f, got2.data(), m);
+        EXPECT_TRUE(same_bits(ref2, got2));
+      }
+}
+
+TEST(HostKernels, ObservationWindowScoresAreBitIdentical) {
+  for (int64_t n : {int64_t(40), int64_t(333)})
+    for (int w : {1, 8, 33}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " w=" + std::to_string(w));
+      const int G = 4, d = 64;
+      const auto Q = random_floats(size_t(G) * w * d, 3, -3.f, 3.f), K = random_floats(size_t(n) * d, 4);
+      std::vector<float> a(size_t(n - w)), b(size_t(n - w), NAN);
+      ref::obs_window_scores(Q.data(), G, w, K.data(), n, d, 0.125f, a.data());
+      host::obs_window_scores(Q.data(), G, w, K.data(), n, d, 0.125f, b.data());
+      EXPECT_TRUE(same_bits(a, b));
+    }
+}
+
+TEST(HostKernels, TopkMatchesTheReferenceWithTiesAndNaN) {
+  std::mt19937 g(5);
+  for (int64_t n : {int64_t(1), int64_t(10), int64_t(1000), int64_t(70000)})
+    for (int64_t k : {int64_t(0), int64_t(1), int64_t(7), int64_t(64), n - 1, n, n + 3}) {
+      std::vector<float> s(static_cast<size_t>(n));
+      std::uniform_int_distribution<int> coarse(0, 20);  // many ties
+      for (auto& x : s) x = float(coarse(g)) * 0.25f - 2.f;
+      if (n > 3) {
+        s[1] = NAN;
+        s[2] = -0.f;
+        s[3] = 0.f;
+        s[0] = std::numeric_limits<float>::infinity();
+      }
+      const auto ref = ref::topk(s, k);
+      EXPECT_EQ(ref, host::topk(s.data(), n, k)) << "n=" << n << " k=" << k;
+    }
+}
+
+TEST(HostKernels, CtkvrRerankAndQcivfAreIdenticalToTheReference) {
+  const int G = 4, d = 128, C = 5, rho = 40;
+  const int64_t n = 700;
+  const auto K = random_floats(size_t(n) * d, 6), cent = random_floats(size_t(G) * C * d, 7, -2.f, 2.f);
+  std::vector<int32_t> a(size_t(C) * rho), b(size_t(C) * rho, -1);
+  EXPECT_EQ(ref::qcivf_build(cent.data(), G, C, K.data(), n, d, 0.088f, rho, a.data()),
+            host::qcivf_build(cent.data(), G, C, K.data(), n, d, 0.088f, rho, b.data()));
+  EXPECT_EQ(a, b);
+  const auto q = random_floats(size_t(G) * d, 8, -2.f, 2.f);
+  std::vector<int32_t> recalled;
+  for (int32_t i = 3; i < n; i += 3) recalled.push_back(i);
+  EXPECT_EQ(ref::ctkvr_rerank(q.data(), G, K.data(), n, d, recalled, 0.088f, 50),
+            host::ctkvr_rerank(q.data(), G, K.data(), n, d, recalled.data(), int64_t(recalled.size()), 0.088f, 50));
+  // A contiguous id range takes the in-place path.
+  std::vector<int32_t> range(300);
+  for (int i = 0; i < 300; ++i) range[size_t(i)] = 100 + i;
+  EXPECT_EQ(ref::ctkvr_rerank(q.data(), G, K.data(), n, d, range, 0.088f, 64),
+            host::ctkvr_rerank(q.data(), G, K.data(), n, d, range.data(), 300, 0.088f, 64));
+  const int32_t bad[2] = {1, int32_t(n)};
+  EXPECT_THROW(host::ctkvr_rerank(q.data(), G, K.data(), n, d, bad, 2, 1.f, 1), std::out_of_range);
+}
+
+TEST(HostKernels, GatherAndBiasedAttentionAgreeToFloatRounding) {
+  const int G = 4, d = 128;
+  const int64_t n = 500;
+  const auto K = random_floats(size_t(n) * d, 9, -2.f, 2.f), V = random_floats(size_t(n) * d, 10);
+  const auto Q = random_floats(size_t(G) * d, 11, -2.f, 2.f);
+  for (int64_t m : {int64_t(0), int64_t(1), int64_t(31), int64_t(32), int64_t(333)}) {
+    SCOPED_TRACE("m=" + std::to_string(m));
+    std::vector<int32_t> idx;
+    for (int64_t i = 0; i < m; ++i) idx.push_back(int32_t((i * 7) % n));
+    std::vector<float> o1(size_t(G) * d), l1(G), o2(size_t(G) * d, NAN), l2(G, NAN);
+    ref::gqa_gather_attention(Q.data(), G, K.data(), V.data(), n, d, idx.data(), m, 0.088f, o1.data(), l1.data());
+    host::attend_rows({.queries = Q.data(), .rows = G, .keys = K.data(), .values = V.data(), .idx = idx.data(),
+                       .m = m, .n = n, .d = d, .scale = 0.088f, .out = o2.data(), .lse = l2.data()});
+    for (size_t i = 0; i < o1.size(); ++i) EXPECT_NEAR(o1[i], o2[i], 1e-5f) << i;
+    for (int r = 0; r < G; ++r) {
+      if (m == 0) EXPECT_EQ(l2[size_t(r)], -INFINITY);
+      else EXPECT_NEAR(l1[size_t(r)], l2[size_t(r)], 1e-5f);
+    }
+  }
+  // Biased entries (SEKV's coarse means with bias log|S|), contiguous.
+  const int64_t m = 77;
+  std::vector<float> bias(static_cast<size_t>(m));
+  std::vector<ref::AttnEntry> entries;
+  for (int64_t e = 0; e < m; ++e) {
+    bias[size_t(e)] = ref::coarse_bias(1 + e % 9);
+    entries.push_back({K.data() + e * d, V.data() + e * d, bias[size_t(e)]});
+  }
+  std::vector<float> o2(size_t(G) * d), l2(G);
+  host::attend_rows({.queries = Q.data(), .rows = G, .keys = K.data(), .values = V.data(), .bias = bias.data(),
+                     .m = m, .n = m, .d = d, .scale = 0.088f, .out = o2.data(), .lse = l2.data()});
+  for (int r = 0; r < G; ++r) {
+    std::vector<float> o1(static_cast<size_t>(d));
+    const float l1 = ref::biased_attention(Q.data() + r * d, entries, d, 0.088f, o1.data());
+    EXPECT_NEAR(l1, l2[size_t(r)], 1e-5f);
+    for (int c = 0; c < d; ++c) EXPECT_NEAR(o1[size_t(c)], o2[size_t(r) * d + c], 1e-5f);
+  }
+  const int32_t bad[1] = {int32_t(n)};
+  std::vector<float> o(size_t(G) * d), l(G);
+  EXPECT_THROW(host::attend_rows({.queries = Q.data(), .rows = G, .keys = K.data(), .values = V.data(), .idx = bad,
+                                  .m = 1, .n = n, .d = d, .scale = 1, .out = o.data(), .lse = l.data()}),
+               std::out_of_range);
+}
+
+TEST(HostKernels, SpanSvdAndPcaAgreeWithTheReference) {
+  const int d = 128;
+  for (int64_t n : {int64_t(5), int64_t(21), int64_t(200)}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    // Low-rank-ish rows: a few directions plus noise, as keys are.
+    const auto basis = random_floats(size_t(4) * d, 12), coef = random_floats(size_t(n) * 4, 13),
+               noise = random_floats(size_t(n) * d, 14, -0.01f, 0.01f);
+    std::vector<float> X(size_t(n) * d);
+    for (int64_t i = 0; i < n; ++i)
+      for (int c = 0; c < d; ++c) {
+        float x = noise[size_t(i) * d + c];
+        for (int j = 0; j < 4; ++j) x += coef[size_t(i) * 4 + j] * basis[size_t(j) * d + c];
+        X[size_t(i) * d + c] = x;
+      }
+    const auto a = ref::truncated_svd(X.data(), n, d, 0.95, 16);
+    const auto b = host::truncated_svd(X.data(), n, d, 0.95, 16);
+    EXPECT_EQ(a.rank, b.rank);
+    EXPECT_NEAR(a.total_energy, b.total_energy, 1e-9 * a.total_energy);
+    EXPECT_NEAR(a.discarded_energy, b.discarded_energy, 1e-6 * a.total_energy);
+    for (int i = 0; i < a.rank; ++i) EXPECT_NEAR(a.sigma[size_t(i)], b.sigma[size_t(i)], 1e-4f * a.sigma[0]);
+    std::vector<float> ra(X.size()), rb(X.size());
+    ref::lowrank_reconstruct(a, ra.data());
+    ref::lowrank_reconstruct(b, rb.data());
+    for (size_t i = 0; i < X.size(); ++i) EXPECT_NEAR(ra[i], rb[i], 1e-4f) << i;
+    const auto wa = ref::pca_projection(X.data(), n, d, 8), wb = host::pca_projection(X.data(), n, d, 8);
+    ASSERT_EQ(wa.size(), wb.size());
+    // Directions of clearly separated variance agree (the first three here; the 4th+ are noise).
+    for (int j = 0; j < 3; ++j)
+      for (int c = 0; c < d; ++c) EXPECT_NEAR(wa[size_t(c) * 8 + j], wb[size_t(c) * 8 + j], 1e-4f);
+  }
+}
+
+TEST(HostKernels, StagingGatherMergesRunsAndMatchesTheReference) {
+  const int64_t n = 100, e = 32;
+  const auto src = random_floats(size_t(n) * e, 15);
+  const std::vector<int32_t> idx = {3, 4, 5, 6, 50, 10, 11, 99};
+  std::vector<float> a(idx.size() * e), b(idx.size() * e, NAN);
+  ref::gather_rows(src.data(), n, e, idx.data(), int64_t(idx.size()), a.data());
+  EXPECT_EQ(host::gather_rows(src.data(), n, e, idx.data(), int64_t(idx.size()), b.data()), 4);
+  EXPECT_TRUE(same_bits(a, b));
+  const int32_t bad[1] = {-1};
+  EXPECT_THROW(host::gather_rows(src.data(), n, e, bad, 1, b.data()), std::out_of_range);
+}
+
+TEST(HostKernels, QuestPageBoundIsBitIdentical) {
+  for (int d : {128, 12})
+    for (int64_t pages : {int64_t(1), int64_t(8), int64_t(13), int64_t(70)}) {
+      SCOPED_TRACE("d=" + std::to_string(d) + " pages=" + std::to_string(pages));
+      const auto K = random_floats(size_t(pages) * 16 * d, 16), q = random_floats(size_t(d), 17, -2.f, 2.f);
+      std::vector<float> mn(size_t(pages) * d), mx(size_t(pages) * d);
+      ref::quest_page_minmax(K.data(), pages * 16, d, 16, mn.data(), mx.data());
+      std::vector<float> a(static_cast<size_t>(pages)), b(static_cast<size_t>(pages), NAN);
+      ref::quest_page_bound(q.data(), mn.data(), mx.data(), pages, d, a.data());
+      host::quest_page_bound(q.data(), mn.data(), mx.data(), pages, d, b.data());
+      EXPECT_TRUE(same_bits(a, b));
+    }
+}
+
+TEST(HostKernels, TopkOnOneMagnitudeUsesTheSecondHistogramAndStaysExact) {
+  // Scores of one sign and exponent land in one first-level bin: the refinement path.
+  std::mt19937 g(18);
+  std::uniform_real_distribution<float> u(0.5f, 0.75f);
+  std::vector<float> s(50000);
+  for (auto& x : s) x = u(g);
+  for (int i = 0; i < 100; ++i) s[size_t(i) * 7] = 0.625f;  // ties
+  for (int64_t k : {int64_t(1), int64_t(10), int64_t(1000), int64_t(49999)})
+    EXPECT_EQ(ref::topk(s, k), host::topk(s.data(), int64_t(s.size()), k)) << k;
+}
