@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/cuda_device.hpp"
+#include "smollm2_trace.hpp"
 #include "test_util.hpp"
 #include "traces/format/trace_file.hpp"
 #include "traces/llm/capture.hpp"
@@ -151,17 +152,7 @@ TEST(ReplayDevice, SmolLm2TraceEveryPolicyAgreesWithTheHost) {
   {
     const llm::LlamaModel model(model_path);
     // About 250 tokens: long enough that every policy has a point at the sweep's smallest budgets.
-    std::string text;
-    for (const char* town : {"old town", "harbour", "valley", "hill village", "capital"})
-      text += std::string("The river runs through the ") + town +
-              ". Farmers sell apples at the market by the bridge. In winter the river freezes and children skate "
-              "on it. The market moves indoors, and the bakers sell bread and cakes to travellers. ";
-    const auto prompt = model.tokenizer().encode(text + "Question: what do farmers sell?");
-    llm::CaptureOptions o;
-    o.obs_window = 8;
-    o.stop_at_eos = false;
-    o.threads = 2;
-    const MemoryTrace trace(llm::capture_trace(model, prompt, 6, o));
+    const MemoryTrace trace = test::river_trace(model, 5, 8, 6);
     write_trace(tr, trace, DType::fp32);
   }
   expect_agreement(replay_json(tr, "--device cuda --budget-sweep --max-steps 4"));

@@ -10,6 +10,7 @@
 #include "kernels/backend/backend.hpp"
 #include "policies/kernel_selector.hpp"
 #include "policies/registry.hpp"
+#include "smollm2_trace.hpp"
 #include "test_util.hpp"
 #include "traces/format/trace_file.hpp"
 #include "traces/llm/capture.hpp"
@@ -87,17 +88,7 @@ TEST(ReplayKernels, SmolLm2TraceSelectionsAreIdentical) {
   const std::string model_path = llm::default_model_path();
   if (model_path.empty()) GTEST_SKIP() << "model not available: run tools/fetch-model.sh";
   const llm::LlamaModel model(model_path);
-  std::string text;
-  for (const char* town : {"old town", "harbour", "valley", "hill village", "capital", "port", "island"})
-    text += std::string("The river runs through the ") + town +
-            ". Farmers sell apples at the market by the bridge. In winter the river freezes and children skate "
-            "on it. The market moves indoors, and the bakers sell bread and cakes to travellers. ";
-  const auto prompt = model.tokenizer().encode(text + "Question: what do farmers sell?");
-  llm::CaptureOptions o;
-  o.obs_window = 16;
-  o.stop_at_eos = false;
-  o.threads = 2;
-  const MemoryTrace trace(llm::capture_trace(model, prompt, 6, o));
+  const MemoryTrace trace = test::river_trace(model, 7, 16, 6);
   expect_identical_selections(trace);
 }
 

@@ -62,7 +62,7 @@ class HostOptimizedBackend final : public HostBackend {
   ref::LowRankFactors do_truncated_svd(const SvdParams& p) const override;
 
  private:
-  // Observation-window scores by content (window_memo.cpp): SnapKV, ChunkKV and SentenceKV score the
+  // Observation-window scores by content (host_optimized_backend.cpp): SnapKV, ChunkKV and SentenceKV score the
   // same prompt with the same window at their defaults, and a replay of all three computes it once.
   struct WindowMemo;
   std::unique_ptr<WindowMemo> memo_;

@@ -50,8 +50,8 @@ namespace kvsim::host {
 // The value side of attention with known weights: out[j] = Σ_i weights[j][key(i)] · values[key(i)] for
 // j < rows (rows <= 16), and mass[j] = Σ_i weights[j][key(i)] summed in double in list order. What
 // replay uses to restrict the ground truth's softmax to a selection (replay.hpp: attention_kernel).
-// Tokens in blocks of 32: each block's value rows stay in L1 while 8-lane FMA accumulators for two rows
-// and a 32-channel slice stay in registers. Bound: the m·d·4 bytes of the value rows.
+// Tokens in blocks of 32: each block's value rows stay in L1 while 8-lane FMA accumulators for up to
+// three rows and a 32-channel slice stay in registers. Bound: the m·d·4 bytes of the value rows.
 struct WeightedRows {
   const float* values = nullptr;      // [*, d]
   const int32_t* idx = nullptr;       // [m] row ids

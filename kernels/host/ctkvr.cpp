@@ -6,29 +6,20 @@
 
 #include "kernels/host/dots.hpp"
 #include "kernels/host/select.hpp"
+#include "kernels/reference/ivf.hpp"
 #include "kernels/reference/score.hpp"
 
 namespace kvsim::host {
 
 int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n, int d, float scale, int rho,
                 int32_t* ivf) {
-  const int rp = int(std::clamp<int64_t>(rho, 0, n));
-  const int block = int(std::clamp<int64_t>((int64_t(1) << 22) / std::max<int64_t>(1, int64_t(G) * n), 1, 256));
-  std::vector<float> S(size_t(G) * block * n), row(size_t(G) * n), A(static_cast<size_t>(n));
-  for (int c0 = 0; c0 < C; c0 += block) {
-    const int cb = std::min(block, C - c0);
-    for (int g = 0; g < G; ++g)
-      exact_dots(centroids + (int64_t(g) * C + c0) * d, cb, d, K, nullptr, n, d, scale,
-                 S.data() + int64_t(g) * block * n, n);
-    for (int c = 0; c < cb; ++c) {
-      for (int g = 0; g < G; ++g)
-        std::copy_n(S.data() + (int64_t(g) * block + c) * n, n, row.data() + int64_t(g) * n);
-      ref::softmax_rows(row.data(), G, n);
-      ref::reduce_max_rows(row.data(), G, n, A.data());
-      topk_indices(A.data(), n, rp, ivf + int64_t(c0 + c) * rp);
-    }
-  }
-  return rp;
+  // The reference's loop (softmax per head, max over the group, top rho per centroid) with the exact
+  // score dots and the radix top-k in place of its inner kernels.
+  const ref::QcivfKernels fast{[](const float* Q, int64_t m, const float* M, int64_t nn, int dd, float sc, float* S) {
+                                 exact_dots(Q, int(m), dd, M, nullptr, nn, dd, sc, S, nn);
+                               },
+                               &topk_indices};
+  return ref::qcivf_build(centroids, G, C, K, n, d, scale, rho, ivf, fast);
 }
 
 std::vector<int32_t> ctkvr_rerank(const float* q, int G, const float* K, int64_t n, int d, const int32_t* recalled,

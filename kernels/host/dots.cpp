@@ -112,14 +112,4 @@ void fast_dots(const float* Q, int R, int64_t ldq, const float* K, const int32_t
   dots<true>(Q, R, ldq, K, idx, n, d, scale, S, lds);
 }
 
-void exact_cosine(const float* q, const float* K, int64_t n, int d, float* scores) {
-  // Same expression order as ref::score_gemv's cosine branch.
-  const float qn = std::sqrt(ref::hd::dot(q, q, d));
-  for (int64_t i = 0; i < n; ++i) {
-    const float* r = K + i * d;
-    const float den = qn * std::sqrt(ref::hd::dot(r, r, d));
-    scores[i] = den > 0.f ? ref::hd::dot(q, r, d) / den : 0.f;
-  }
-}
-
 }  // namespace kvsim::host

@@ -22,8 +22,4 @@ void exact_dots(const float* Q, int R, int64_t ldq, const float* K, const int32_
 void fast_dots(const float* Q, int R, int64_t ldq, const float* K, const int32_t* idx, int64_t n, int d, float scale,
                float* S, int64_t lds);
 
-// Cosine scores as ref::score_gemv computes them: dot(q, k) / (sqrt(dot(q, q)) · sqrt(dot(k, k))), 0
-// where either norm is 0; each dot in the exact order.
-void exact_cosine(const float* q, const float* K, int64_t n, int d, float* scores);
-
 }  // namespace kvsim::host

@@ -11,6 +11,15 @@ namespace kvsim::ref {
 
 int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n, int d, float scale, int rho,
                 int32_t* ivf) {
+  const QcivfKernels plain{[](const float* Q, int64_t m, const float* M, int64_t nn, int dd, float sc, float* S) {
+                             score_gemm(Q, m, M, nn, dd, S, ScoreKind::dot, sc);
+                           },
+                           &topk_indices};
+  return qcivf_build(centroids, G, C, K, n, d, scale, rho, ivf, plain);
+}
+
+int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n, int d, float scale, int rho,
+                int32_t* ivf, const QcivfKernels& kernels) {
   const int rp = int(std::clamp<int64_t>(rho, 0, n));
   // Centroids in blocks: one score GEMM per (group member, block), then per centroid the softmax over
   // keys, the max over the group and the top rho.
@@ -19,14 +28,13 @@ int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n,
   for (int c0 = 0; c0 < C; c0 += block) {
     const int cb = std::min(block, C - c0);
     for (int g = 0; g < G; ++g)
-      score_gemm(centroids + (int64_t(g) * C + c0) * d, cb, K, n, d, S.data() + int64_t(g) * block * n, ScoreKind::dot,
-                 scale);
+      kernels.score(centroids + (int64_t(g) * C + c0) * d, cb, K, n, d, scale, S.data() + int64_t(g) * block * n);
     for (int c = 0; c < cb; ++c) {
       for (int g = 0; g < G; ++g)
         std::copy_n(S.data() + (int64_t(g) * block + c) * n, n, row.data() + int64_t(g) * n);
       softmax_rows(row.data(), G, n);
       reduce_max_rows(row.data(), G, n, A.data());
-      topk_indices(A.data(), n, rp, ivf + int64_t(c0 + c) * rp);
+      kernels.topk(A.data(), n, rp, ivf + int64_t(c0 + c) * rp);
     }
   }
   return rp;

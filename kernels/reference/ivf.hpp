@@ -13,6 +13,15 @@ namespace kvsim::ref {
 // ivf is [C, ρ']; returns ρ'.
 int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n, int d, float scale, int rho,
                 int32_t* ivf);
+// The same build with its two inner kernels given, so a faster implementation of the same arithmetic
+// reuses the loop (kernels/host/ctkvr.cpp): the dot-product score GEMM S[m, n] = scale·Q·Kᵀ (each element
+// as score_gemv rounds it) and the top-k in rank order (topk_indices' contract).
+struct QcivfKernels {
+  void (*score)(const float* Q, int64_t m, const float* K, int64_t n, int d, float scale, float* S);
+  int64_t (*topk)(const float* scores, int64_t n, int64_t k, int32_t* out);
+};
+int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n, int d, float scale, int rho,
+                int32_t* ivf, const QcivfKernels& kernels);
 
 // Algorithm 2 (b) recall: Cos_q[g, c] = cos(q_g, centroid_{g,c}), Cos_kv = max over the group, the top
 // C' centroids (rank order, written to *chosen when given), and the dedup (sorted, unique) union of

@@ -179,7 +179,10 @@ Case cpu_score() {
     Instance in = cycled(double(n) * kRow, cold, uint32_t(t), [=](uint32_t seed) {
       auto M = random_vec(size_t(n) * D, seed), q = random_vec(D, seed + 1);
       auto out = std::make_shared<Vec>(static_cast<size_t>(n));
-      return [=] { ref::score_gemv(q->data(), M->data(), n, D, out->data()); };
+      if (g_optimized)
+        return std::function<void()>(
+            [=] { host::exact_dots(q->data(), 1, D, M->data(), nullptr, n, D, 1.f, out->data(), n); });
+      return std::function<void()>([=] { ref::score_gemv(q->data(), M->data(), n, D, out->data()); });
     });
     in.work.flops = double(n) * (2 * D + 2);
     in.work.dram_bytes = double(n) * (kRow + 4);
@@ -196,7 +199,10 @@ Case cpu_quest_bound() {
     Instance in = cycled(2.0 * P * kRow, cold, uint32_t(t), [=](uint32_t seed) {
       auto lo = random_vec(size_t(P) * D, seed), hi = random_vec(size_t(P) * D, seed + 1), q = random_vec(D, seed + 2);
       auto out = std::make_shared<Vec>(static_cast<size_t>(P));
-      return [=] { ref::quest_page_bound(q->data(), lo->data(), hi->data(), P, D, out->data()); };
+      if (g_optimized)
+        return std::function<void()>(
+            [=] { host::quest_page_bound(q->data(), lo->data(), hi->data(), P, D, out->data()); });
+      return std::function<void()>([=] { ref::quest_page_bound(q->data(), lo->data(), hi->data(), P, D, out->data()); });
     });
     in.work.flops = double(P) * D * 3;
     in.work.dram_bytes = double(P) * (2 * kRow + 4);
@@ -445,9 +451,9 @@ std::vector<Case> host_cases(bool optimized) {
                            cpu_page_means(),  cpu_surprisal_means(), cpu_span_svd(),  cpu_qcivf_build(),
                            cpu_obs_window(),  cpu_reconstruct()};
   // The phases with an optimized kernel (kernels/host/): the list says which kernels ran.
-  static const std::set<std::string> with_optimized = {"cpu_attention",  "cpu_rerank",      "cpu_decode_attention",
-                                                       "cpu_topk",       "staging_gather",  "cpu_qcivf_build",
-                                                       "cpu_obs_window"};
+  static const std::set<std::string> with_optimized = {
+      "cpu_attention", "cpu_rerank",      "cpu_decode_attention", "cpu_score",     "cpu_quest_bound",
+      "cpu_topk",      "staging_gather",  "cpu_qcivf_build",      "cpu_obs_window"};
   for (Case& c : all) {
     const bool opt = optimized && with_optimized.count(c.phase) > 0;
     c.kernels = std::string(opt ? "kvsim::host " : "kvsim::ref ") + c.kernels;

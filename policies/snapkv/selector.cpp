@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/parallel.hpp"
+
 #include "policies/kernel_selector.hpp"
 #include "traces/select/selector.hpp"
 #include "policies/snapkv/params.hpp"
@@ -42,17 +44,18 @@ class SnapKvSelector final : public KernelSelector {
     w_ = w;
     kept_.assign(size_t(t.layers) * t.kv_heads, {});
     const float scale = 1.0f / std::sqrt(float(t.d));
-    std::vector<float> Qw, scores, pooled;
-    for (int l = 0; l < t.layers; ++l)
-      for (int h = 0; h < t.kv_heads; ++h) {
-        std::vector<int32_t>& keep = kept_[size_t(l) * t.kv_heads + h];
+    // Every (layer, KV head) scores its own window: in parallel.
+    parallel_for(t.layers * t.kv_heads, [&](int pair, int) {
+        const int l = pair / t.kv_heads, h = pair % t.kv_heads;
+        std::vector<float> Qw, scores, pooled;
+        std::vector<int32_t>& keep = kept_[size_t(pair)];
         if (budget_ >= P) {  // everything fits
           for (int64_t i = 0; i < P; ++i) keep.push_back(int32_t(i));
-          continue;
+          return;
         }
         if (w == 0) {  // no window in the trace: nothing to score with; keep the most recent tokens
           for (int64_t i = P - budget_; i < P; ++i) keep.push_back(int32_t(i));
-          continue;
+          return;
         }
         const auto& grp = t.group_of[size_t(h)];
         const int G = int(grp.size());
@@ -71,7 +74,7 @@ class SnapKvSelector final : public KernelSelector {
         keep = kernels().topk({.scores = pooled.data(), .n = n, .k = std::max<int64_t>(0, budget_ - w)});
         for (int64_t i = n; i < P; ++i) keep.push_back(int32_t(i));
         std::sort(keep.begin(), keep.end());
-      }
+    });
   }
 
   void select(const TraceData& t, int64_t s, std::vector<HeadSelection>& out) override {
