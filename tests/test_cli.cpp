@@ -78,7 +78,9 @@ TEST(Cli, PlanComparesAtFullKvBatchAndStatesTp) {
   ASSERT_TRUE(a["feasible"].get<bool>());
   EXPECT_NEAR(a["throughput_vs_full"].get<double>(), full["tpot_ms"].get<double>() / a["tpot_ms"].get<double>(), 1e-9);
   EXPECT_NEAR(a["throughput_tok_s"].get<double>(), a["batch"].get<double>() / (a["tpot_ms"].get<double>() / 1e3) / 2, 1e-6);
-  EXPECT_GT(std::abs(ct["vs_full"]["throughput"].get<double>() / a["throughput_vs_full"].get<double>() - 1), 0.1);
+  // The two comparisons are different numbers (each at its own batch); by how much depends on the host
+  // calibration of CTKVR's CPU phases (a few percent with the optimized host kernels' profile).
+  EXPECT_GT(std::abs(ct["vs_full"]["throughput"].get<double>() / a["throughput_vs_full"].get<double>() - 1), 0.03);
   EXPECT_EQ(full["at_full_batch"]["throughput_vs_full"].get<double>(), 1.0);
   // The qcIVF in HBM, per GPU: with tp 2 each GPU holds 4 of the 8 KV heads and 16 of the 32 query heads,
   // C = 2048: 4·2048·2560·4 + 16·2048·128·2 bytes per sequence and layer.
