@@ -60,7 +60,10 @@ std::vector<float> pca_projection(const float* K, int64_t n, int d, int d_proj) 
   d_proj = std::clamp(d_proj, 0, d);
   MatD A = Eigen::Map<const RowMajorF>(K, n, d).cast<double>();
   A.rowwise() -= A.colwise().mean();
-  const MatD C = A.transpose() * A;  // [d, d]
+  // The covariance [d, d] as a symmetric rank update (half a GEMM's FLOPs); the solver reads the lower
+  // triangle only.
+  MatD C = MatD::Zero(d, d);
+  C.selfadjointView<Eigen::Lower>().rankUpdate(A.transpose());
   Eigen::SelfAdjointEigenSolver<MatD> eig(C);
   const int avail = int(std::min<int64_t>(n, d));  // the reference's thin V has min(n, d) columns
   std::vector<float> W(size_t(d) * d_proj, 0.f);

@@ -185,7 +185,8 @@ void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelec
       std::sort(cpu.begin(), cpu.end());
       for (int32_t t : cpu) sel.tokens.push_back(t);  // offloaded: between init_end and local_begin
       for (int64_t t = local_begin; t < n; ++t) sel.tokens.push_back(int32_t(t));
-      std::sort(sel.tokens.begin(), sel.tokens.end());
+      // init < the chosen offloaded ids < local: already sorted, unless parameters make the parts overlap.
+      if (!std::is_sorted(sel.tokens.begin(), sel.tokens.end())) std::sort(sel.tokens.begin(), sel.tokens.end());
       // Statistics (footnote 6: alpha = L_recall / (rho C')).
       if (C_ > 0) {
         st.alpha += double(last.recall.size()) / (double(rho_) * cprime_);

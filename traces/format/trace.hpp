@@ -74,7 +74,8 @@ class TraceSource {
   virtual DType storage_dtype() const = 0;
 
   // Rows [t0, t1) of one stored layer slot and KV-head slot, converted to float, written to
-  // out[(t - t0) * d + i]. Requires 0 <= t0 <= t1 <= T.
+  // out[(t - t0) * d + i]. Requires 0 <= t0 <= t1 <= T. Every const member must be safe to call from
+  // several threads at once (replay loads the trace in parallel).
   virtual void keys(int layer_slot, int kv_slot, int64_t t0, int64_t t1, float* out) const = 0;
   virtual void values(int layer_slot, int kv_slot, int64_t t0, int64_t t1, float* out) const = 0;
   // Query rows [s0, s1) (indices into query_positions) of one stored layer slot and query-head slot.

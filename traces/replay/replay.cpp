@@ -85,14 +85,20 @@ TraceData load_trace_data(const TraceSource& t, double memory_limit_bytes, const
   d.keys.resize(size_t(d.layers) * d.kv_heads * kv);
   if (t.has_values()) d.values.resize(d.keys.size());
   d.queries.resize(size_t(d.layers) * d.q_heads * size_t(d.S) * d.d);
-  for (int l = 0; l < d.layers; ++l) {
-    for (int h = 0; h < d.kv_heads; ++h) {
-      t.keys(l, h, 0, d.T, d.keys.data() + (size_t(l) * d.kv_heads + h) * kv);
-      if (t.has_values()) t.values(l, h, 0, d.T, d.values.data() + (size_t(l) * d.kv_heads + h) * kv);
+  // Every (layer, KV head) converts its rows on its own (a TraceSource's reads are thread-safe), then
+  // each layer's queries: in parallel.
+  const int pairs = d.layers * d.kv_heads;
+  parallel_for(pairs + d.layers, [&](int i, int) {
+    if (i < pairs) {
+      const int l = i / d.kv_heads, h = i % d.kv_heads;
+      t.keys(l, h, 0, d.T, d.keys.data() + size_t(i) * kv);
+      if (t.has_values()) t.values(l, h, 0, d.T, d.values.data() + size_t(i) * kv);
+      return;
     }
+    const int l = i - pairs;
     for (int q = 0; q < d.q_heads; ++q)
       t.queries(l, q, 0, d.S, d.queries.data() + (size_t(l) * d.q_heads + q) * size_t(d.S) * d.d);
-  }
+  });
   return d;
 }
 
