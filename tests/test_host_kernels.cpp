@@ -215,3 +215,35 @@ TEST(HostKernels, TopkOnOneMagnitudeUsesTheSecondHistogramAndStaysExact) {
   for (int64_t k : {int64_t(1), int64_t(10), int64_t(1000), int64_t(49999)})
     EXPECT_EQ(ref::topk(s, k), host::topk(s.data(), int64_t(s.size()), k)) << k;
 }
+
+TEST(HostKernels, FactoredSegmentsMatchTheReconstructedRows) {
+  // SEKV's zoomed spans in factored form (U·Σ [n, r], Vᵀ [r, d]) next to a plain segment with biases,
+  // against biased attention over the reconstructed rows.
+  const int G = 4, d = 64;
+  const auto Q = random_floats(size_t(G) * d, 19, -2.f, 2.f);
+  const int64_t n1 = 45, n2 = 13;
+  const int rk = 5, rv = 3;
+  const auto kus = random_floats(size_t(n1) * rk, 20), kvt = random_floats(size_t(rk) * d, 21);
+  const auto vus = random_floats(size_t(n1) * rv, 22), vvt = random_floats(size_t(rv) * d, 23);
+  const auto K2 = random_floats(size_t(n2) * d, 24), V2 = random_floats(size_t(n2) * d, 25);
+  std::vector<float> b2(static_cast<size_t>(n2));
+  for (int64_t i = 0; i < n2; ++i) b2[size_t(i)] = ref::coarse_bias(2 + i);
+  std::vector<float> K1(size_t(n1) * d), V1(size_t(n1) * d);
+  ref::lowrank_reconstruct(kus.data(), kvt.data(), n1, rk, d, K1.data());
+  ref::lowrank_reconstruct(vus.data(), vvt.data(), n1, rv, d, V1.data());
+  std::vector<ref::AttnEntry> entries;
+  for (int64_t i = 0; i < n1; ++i) entries.push_back({K1.data() + i * d, V1.data() + i * d, 0.f});
+  for (int64_t i = 0; i < n2; ++i) entries.push_back({K2.data() + i * d, V2.data() + i * d, b2[size_t(i)]});
+  const host::AttendSegment segs[2] = {
+      {.m = n1, .k_us = kus.data(), .k_vt = kvt.data(), .v_us = vus.data(), .v_vt = vvt.data(), .k_rank = rk,
+       .v_rank = rv},
+      {.keys = K2.data(), .values = V2.data(), .bias = b2.data(), .m = n2}};
+  std::vector<float> out(size_t(G) * d), lse(G);
+  host::attend_segments(Q.data(), G, segs, 2, d, 0.125f, out.data(), lse.data());
+  for (int r = 0; r < G; ++r) {
+    std::vector<float> o(static_cast<size_t>(d));
+    const float l = ref::biased_attention(Q.data() + r * d, entries, d, 0.125f, o.data());
+    EXPECT_NEAR(l, lse[size_t(r)], 1e-4f);
+    for (int c = 0; c < d; ++c) EXPECT_NEAR(o[size_t(c)], out[size_t(r) * d + c], 1e-4f) << r << " " << c;
+  }
+}

@@ -63,6 +63,82 @@ inline void accumulate_rows(const float* w, const float* const* vrow, int nb, in
 }
 #endif
 
+// The online softmax over one block of logits sr[0, nb) of a row with running max `mx` and sum `l`:
+// replaces the logits by their weights exp(s - max) and returns the factor the row's running output
+// must be scaled by; false (weights 0, state unchanged) when the whole block is -inf or NaN.
+inline bool fold_block(float* sr, int nb, float& mx, float& l, float& rescale) {
+  float bm = -INFINITY;
+  for (int j = 0; j < nb; ++j) bm = std::max(bm, sr[j]);
+  if (!(bm > -INFINITY)) {
+    for (int j = 0; j < nb; ++j) sr[j] = 0.f;
+    return false;
+  }
+  const float m_new = std::max(mx, bm);
+  rescale = mx > -INFINITY ? std::exp(mx - m_new) : 0.f;
+  float sum = 0.f;
+  for (int j = 0; j < nb; ++j) sum += (sr[j] = sr[j] > -INFINITY ? std::exp(sr[j] - m_new) : 0.f);
+  l = l * rescale + sum;
+  mx = m_new;
+  return true;
+}
+
+// One low-rank segment (AttendSegment's factored form) folded into the running state of rows [0, R):
+// z = k_vt·q per row, logits = scale·(k_us[i]·z) + bias, the values accumulated in rank space (u) and
+// expanded through v_vt at the end. `s` is kMaxRows·kBlock scratch.
+void attend_factored(const AttendSegment& p, int d, float scale, const float* Q, int R, float* s, float* mx, float* l,
+                     float* out) {
+  constexpr int kMaxRank = 256;
+  const int rk = p.k_rank, rv = p.v_rank;
+  if (rk > kMaxRank || rv > kMaxRank) throw std::invalid_argument("attend_segments: rank above 256");
+  float z[kMaxRows * kMaxRank], u[kMaxRows * kMaxRank];
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < rk; ++j) {
+      float a = 0.f;
+      const float* vt = p.k_vt + int64_t(j) * d;
+      const float* q = Q + int64_t(r) * d;
+      for (int c = 0; c < d; ++c) a += vt[c] * q[c];
+      z[r * kMaxRank + j] = a;
+    }
+    for (int j = 0; j < rv; ++j) u[r * kMaxRank + j] = 0.f;
+  }
+  for (int64_t i0 = 0; i0 < p.m; i0 += kBlock) {
+    const int nb = int(std::min<int64_t>(kBlock, p.m - i0));
+    for (int r = 0; r < R; ++r) {
+      float* sr = s + r * kBlock;
+      const float* zr = z + r * kMaxRank;
+      for (int j = 0; j < nb; ++j) {
+        const float* us = p.k_us + (i0 + j) * rk;
+        float a = 0.f;
+        for (int t = 0; t < rk; ++t) a += us[t] * zr[t];
+        sr[j] = scale * a + (p.bias ? p.bias[i0 + j] : 0.f);
+      }
+      float rescale;
+      if (!fold_block(sr, nb, mx[r], l[r], rescale)) continue;
+      float* ur = u + r * kMaxRank;
+      if (rescale != 1.f) {
+        float* o = out + int64_t(r) * d;
+        for (int c = 0; c < d; ++c) o[c] *= rescale;
+        for (int t = 0; t < rv; ++t) ur[t] *= rescale;
+      }
+      for (int j = 0; j < nb; ++j) {
+        const float* vs = p.v_us + (i0 + j) * rv;
+        const float w = sr[j];
+        for (int t = 0; t < rv; ++t) ur[t] += w * vs[t];
+      }
+    }
+  }
+  // out += u·v_vt.
+  for (int r = 0; r < R; ++r) {
+    float* o = out + int64_t(r) * d;
+    const float* ur = u + r * kMaxRank;
+    for (int t = 0; t < rv; ++t) {
+      const float w = ur[t];
+      const float* vt = p.v_vt + int64_t(t) * d;
+      for (int c = 0; c < d; ++c) o[c] += w * vt[c];
+    }
+  }
+}
+
 // One pass over the segments for query rows Q[0, R) (R <= kMaxRows): one online softmax across all.
 void attend_pass(const AttendSegment* segs, int nseg, int d, float scale, const float* Q, int R, float* out,
                  float* lse) {
@@ -76,6 +152,10 @@ void attend_pass(const AttendSegment* segs, int nseg, int d, float scale, const 
   const float* vrow[kBlock];
   for (int g = 0; g < nseg; ++g) {
   const AttendSegment& p = segs[g];
+  if (!p.keys && p.m > 0) {
+    attend_factored(p, d, scale, Q, R, s, mx, l, out);
+    continue;
+  }
   for (int64_t i0 = 0; i0 < p.m; i0 += kBlock) {
     const int nb = int(std::min<int64_t>(kBlock, p.m - i0));
     if (p.idx) fast_dots(Q, R, d, p.keys, p.idx + i0, nb, d, scale, s, kBlock);
@@ -85,18 +165,8 @@ void attend_pass(const AttendSegment* segs, int nseg, int d, float scale, const 
       float* sr = s + r * kBlock;
       if (p.bias)
         for (int j = 0; j < nb; ++j) sr[j] += p.bias[i0 + j];
-      float bm = -INFINITY;
-      for (int j = 0; j < nb; ++j) bm = std::max(bm, sr[j]);
-      if (!(bm > -INFINITY)) {  // the whole block is -inf (or NaN): contributes nothing
-        for (int j = 0; j < nb; ++j) sr[j] = 0.f;
-        continue;
-      }
-      const float m_new = std::max(mx[r], bm);
-      const float rescale = mx[r] > -INFINITY ? std::exp(mx[r] - m_new) : 0.f;
-      float sum = 0.f;
-      for (int j = 0; j < nb; ++j) sum += (sr[j] = sr[j] > -INFINITY ? std::exp(sr[j] - m_new) : 0.f);
-      l[r] = l[r] * rescale + sum;
-      mx[r] = m_new;
+      float rescale;
+      if (!fold_block(sr, nb, mx[r], l[r], rescale)) continue;  // the whole block contributes nothing
       float* o = out + int64_t(r) * d;
       if (rescale != 1.f)
         for (int c = 0; c < d; ++c) o[c] *= rescale;

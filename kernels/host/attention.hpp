@@ -39,6 +39,11 @@ struct AttendSegment {
   const int32_t* idx = nullptr;
   const float* bias = nullptr;
   int64_t m = 0;
+  // Low-rank rows instead (keys null): key i = k_us[i, k_rank]·k_vt[k_rank, d], value i likewise. The
+  // logits are then k_us[i]·(k_vt·q) and the values are accumulated as Σ p_i v_us[i] (rank space) and
+  // multiplied by v_vt once per segment: O(rank) per row instead of O(d). (SEKV's zoomed spans.)
+  const float *k_us = nullptr, *k_vt = nullptr, *v_us = nullptr, *v_vt = nullptr;
+  int k_rank = 0, v_rank = 0;
 };
 void attend_segments(const float* queries, int rows, const AttendSegment* segs, int nseg, int d, float scale,
                      float* out, float* lse);

@@ -134,8 +134,6 @@ void SekvSelector::prefill(const TraceData& tr) {
       hs.vbar.assign(ms * d_, 0.f);
       hs.fk.resize(ms);
       hs.fv.resize(ms);
-      hs.rk.assign(ms, {});
-      hs.rv.assign(ms, {});
       const int32_t zero[1] = {0};
       for (size_t i = 0; i < ms; ++i) {
         const Span sp = spans_[i];
@@ -241,22 +239,20 @@ void SekvSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelect
       for (size_t i = 0; i < ms; ++i) {
         const Span sp = spans_[i];
         if (sp.end - 1 > p) continue;
-        if (z[i]) {
-          if (hs.rk[i].empty()) {
-            hs.rk[i].resize(size_t(sp.len()) * d_);
-            hs.rv[i].resize(size_t(sp.len()) * d_);
-            ref::lowrank_reconstruct(hs.fk[i], hs.rk[i].data());
-            ref::lowrank_reconstruct(hs.fv[i], hs.rv[i].data());
-          }
-          sel.extra_runs.push_back({hs.rk[i].data(), hs.rv[i].data(), nullptr, sp.len()});
+        if (z[i]) {  // the reconstructed tokens, in their factored form U·Σ, Vᵀ (eq. 6)
+          const ref::LowRankFactors &fk = hs.fk[i], &fv = hs.fv[i];
+          sel.extra_runs.push_back({.count = sp.len(), .k_us = fk.us.data(), .k_vt = fk.vt.data(),
+                                    .v_us = fv.us.data(), .v_vt = fv.vt.data(), .k_rank = fk.rank,
+                                    .v_rank = fv.rank});
           for (int32_t t = sp.begin; t < sp.end; ++t) sel.extra_tokens.push_back(t);
         } else {
           auto& runs = sel.extra_runs;
           const float* k = hs.kbar.data() + i * d_;
-          if (!runs.empty() && runs.back().bias && runs.back().k + runs.back().count * d_ == k) {
+          if (!runs.empty() && runs.back().bias && !runs.back().factored() &&
+              runs.back().k + runs.back().count * d_ == k) {
             ++runs.back().count;
           } else {
-            runs.push_back({k, hs.vbar.data() + i * d_, coarse_bias_.data() + i, 1});
+            runs.push_back({.k = k, .v = hs.vbar.data() + i * d_, .bias = coarse_bias_.data() + i, .count = 1});
           }
         }
       }

@@ -48,7 +48,6 @@ class SekvSelector final : public KernelSelector {
     std::vector<float> summaries;        // [m, d'] unit vectors (eq. 3)
     std::vector<float> kbar, vbar;       // [m, d] surprisal-weighted means (§3.2)
     std::vector<ref::LowRankFactors> fk, fv;  // [m] truncated SVD of K_S, V_S
-    std::vector<std::vector<float>> rk, rv;   // [m] reconstructed rows, built on first zoom
   };
 
   const std::vector<int32_t>& anchors() const { return anchors_; }      // boundary tokens (H_t > mu + alpha sigma)

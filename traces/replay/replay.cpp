@@ -526,7 +526,9 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
                     w.segments.push_back({hs.extra_k.data(), hs.extra_v.data(), nullptr, hs.extra_bias.data(),
                                           int64_t(hs.extra_bias.size())});
                   for (const auto& run : hs.extra_runs)
-                    w.segments.push_back({run.k, run.v, nullptr, run.bias, run.count});
+                    w.segments.push_back({.keys = run.k, .values = run.v, .bias = run.bias, .m = run.count,
+                                          .k_us = run.k_us, .k_vt = run.k_vt, .v_us = run.v_us, .v_vt = run.v_vt,
+                                          .k_rank = run.k_rank, .v_rank = run.v_rank});
                   host::attend_segments(w.Qg.data(), g, w.segments.data(), int(w.segments.size()), t.d, scale,
                                         w.o_extra.data(), w.lse_extra.data());
                 }

@@ -63,6 +63,12 @@ struct HeadSelection {
   struct ExtraRun {
     const float *k = nullptr, *v = nullptr, *bias = nullptr;
     int64_t count = 0;
+    // Low-rank form instead of k/v rows (SEKV's zoomed spans, eq. 6; k and v are null then): row i of
+    // the keys is k_us[i, k_rank] · k_vt[k_rank, d], likewise the values, so attention can work in the
+    // rank-r space instead of reading reconstructed d-wide rows.
+    const float *k_us = nullptr, *k_vt = nullptr, *v_us = nullptr, *v_vt = nullptr;
+    int k_rank = 0, v_rank = 0;
+    bool factored() const { return k == nullptr; }
   };
   std::vector<ExtraRun> extra_runs;
   // All extra entries: the owned rows plus the runs.
@@ -73,10 +79,24 @@ struct HeadSelection {
   }
   // Copies the runs into extra_k/extra_v/extra_bias (after the owned rows, in order) and drops them: the
   // contiguous form, for consumers that want one array (the CUDA check, the reference kernels, tests).
+  // Factored runs are reconstructed in ref::lowrank_reconstruct's arithmetic (the same floats).
   void flatten_extras(int d) {
+    auto expand = [d](std::vector<float>& to, const float* us, const float* vt, int r, int64_t n) {
+      for (int64_t i = 0; i < n; ++i)
+        for (int c = 0; c < d; ++c) {
+          float s = 0.f;
+          for (int j = 0; j < r; ++j) s += us[i * r + j] * vt[int64_t(j) * d + c];
+          to.push_back(s);
+        }
+    };
     for (const ExtraRun& r : extra_runs) {
-      extra_k.insert(extra_k.end(), r.k, r.k + r.count * d);
-      extra_v.insert(extra_v.end(), r.v, r.v + r.count * d);
+      if (r.factored()) {
+        expand(extra_k, r.k_us, r.k_vt, r.k_rank, r.count);
+        expand(extra_v, r.v_us, r.v_vt, r.v_rank, r.count);
+      } else {
+        extra_k.insert(extra_k.end(), r.k, r.k + r.count * d);
+        extra_v.insert(extra_v.end(), r.v, r.v + r.count * d);
+      }
       for (int64_t i = 0; i < r.count; ++i) extra_bias.push_back(r.bias ? r.bias[i] : 0.f);
     }
     extra_runs.clear();
