@@ -10,86 +10,86 @@
 namespace kvsim::kernels {
 
 void HostBackend::do_obs_window_scores(const WindowScoreParams& p) const {
-    ref::obs_window_scores(p.queries, p.groups, p.window, p.keys, p.n, p.d, p.scale, p.scores);
-  }
+  ref::obs_window_scores(p.queries, p.groups, p.window, p.keys, p.n, p.d, p.scale, p.scores);
+}
 void HostBackend::do_pool1d(const Pool1dParams& p) const {
-    ref::pool1d(p.in, p.n, p.kernel, p.is_max ? ref::Pool1D::max : ref::Pool1D::avg, p.out);
-  }
+  ref::pool1d(p.in, p.n, p.kernel, p.is_max ? ref::Pool1D::max : ref::Pool1D::avg, p.out);
+}
 void HostBackend::do_chunk_sum(const ChunkSumParams& p) const { ref::chunk_sum(p.scores, p.n, p.chunk, p.out); }
 std::vector<int32_t> HostBackend::do_topk(const TopkParams& p) const {
-    return ref::topk(std::span<const float>(p.scores, size_t(p.n)), p.k);
-  }
+  return ref::topk(std::span<const float>(p.scores, size_t(p.n)), p.k);
+}
 void HostBackend::do_quest_page_minmax(const PageMinmaxParams& p) const {
-    ref::quest_page_minmax(p.keys, p.n, p.d, p.page_size, p.kmin, p.kmax);
-  }
+  ref::quest_page_minmax(p.keys, p.n, p.d, p.page_size, p.kmin, p.kmax);
+}
 void HostBackend::do_quest_page_bound(const PageBoundParams& p) const {
-    ref::quest_page_bound(p.q, p.kmin, p.kmax, p.pages, p.d, p.bound);
-  }
+  ref::quest_page_bound(p.q, p.kmin, p.kmax, p.pages, p.d, p.bound);
+}
 std::vector<int32_t> HostBackend::do_quest_select_pages(const PageSelectParams& p) const {
-    return ref::quest_select_pages(p.bound, p.pages, p.k);
-  }
+  return ref::quest_select_pages(p.bound, p.pages, p.k);
+}
 void HostBackend::do_gather_attention(const GatherAttentionParams& p) const {
-    ref::gqa_gather_attention(p.queries, p.rows, p.keys, p.values, p.resident_rows, p.d, p.idx, p.m, p.scale, p.out,
-                              p.lse);
-  }
+  ref::gqa_gather_attention(p.queries, p.rows, p.keys, p.values, p.resident_rows, p.d, p.idx, p.m, p.scale, p.out,
+                            p.lse);
+}
 void HostBackend::do_biased_attention(const BiasedAttentionParams& p) const {
-    std::vector<ref::AttnEntry> entries(size_t(p.m));
-    for (int64_t e = 0; e < p.m; ++e)
-      entries[size_t(e)] = {p.keys + size_t(e) * p.d, p.values + size_t(e) * p.d, p.bias[size_t(e)]};
-    for (int r = 0; r < p.rows; ++r)
-      p.lse[r] = ref::biased_attention(p.queries + size_t(r) * p.d, entries, p.d, p.scale, p.out + size_t(r) * p.d);
-  }
+  std::vector<ref::AttnEntry> entries(size_t(p.m));
+  for (int64_t e = 0; e < p.m; ++e)
+    entries[size_t(e)] = {p.keys + size_t(e) * p.d, p.values + size_t(e) * p.d, p.bias[size_t(e)]};
+  for (int r = 0; r < p.rows; ++r)
+    p.lse[r] = ref::biased_attention(p.queries + size_t(r) * p.d, entries, p.d, p.scale, p.out + size_t(r) * p.d);
+}
 void HostBackend::do_merge_state(const MergeStateParams& p) const {
-    for (int r = 0; r < p.rows; ++r) {
-      const size_t o = size_t(r) * p.d;
-      p.lse[r] = ref::merge_state(p.out_a + o, p.lse_a[r], p.out_b + o, p.lse_b[r], p.d, p.out + o);
-    }
+  for (int r = 0; r < p.rows; ++r) {
+    const size_t o = size_t(r) * p.d;
+    p.lse[r] = ref::merge_state(p.out_a + o, p.lse_a[r], p.out_b + o, p.lse_b[r], p.d, p.out + o);
   }
+}
 int HostBackend::do_qcivf_build(const QcivfBuildParams& p) const {
-    return ref::qcivf_build(p.centroids, p.groups, p.C, p.keys, p.n, p.d, p.scale, p.rho, p.ivf);
-  }
+  return ref::qcivf_build(p.centroids, p.groups, p.C, p.keys, p.n, p.d, p.scale, p.rho, p.ivf);
+}
 std::vector<int32_t> HostBackend::do_ctkvr_recall(const CtkvrRecallParams& p) const {
-    return ref::ctkvr_recall(p.q, p.groups, p.centroids, p.C, p.d, p.ivf, p.rho, p.c_prime);
-  }
+  return ref::ctkvr_recall(p.q, p.groups, p.centroids, p.C, p.d, p.ivf, p.rho, p.c_prime);
+}
 std::vector<int32_t> HostBackend::do_ctkvr_rerank(const CtkvrRerankParams& p) const {
-    return ref::ctkvr_rerank(p.q, p.groups, p.keys, p.n, p.d, std::span<const int32_t>(p.recalled, size_t(p.m)),
-                             p.scale, p.rho_prime);
-  }
+  return ref::ctkvr_rerank(p.q, p.groups, p.keys, p.n, p.d, std::span<const int32_t>(p.recalled, size_t(p.m)),
+                           p.scale, p.rho_prime);
+}
 void HostBackend::do_score_gemv(const ScoreGemvParams& p) const {
-    ref::score_gemv(p.q, p.M, p.n, p.d, p.scores, p.cosine ? ref::ScoreKind::cosine : ref::ScoreKind::dot, p.scale);
-  }
+  ref::score_gemv(p.q, p.M, p.n, p.d, p.scores, p.cosine ? ref::ScoreKind::cosine : ref::ScoreKind::dot, p.scale);
+}
 void HostBackend::do_segment_mean(const SegmentMeanParams& p) const {
-    ref::segment_mean(p.X, p.n, p.d, std::span<const int32_t>(p.starts, size_t(p.segments)), p.out);
-  }
+  ref::segment_mean(p.X, p.n, p.d, std::span<const int32_t>(p.starts, size_t(p.segments)), p.out);
+}
 std::vector<int32_t> HostBackend::do_dedup(const DedupParams& p) const {
-    return ref::dedup(std::span<const int32_t>(p.ids, size_t(p.n)));
-  }
+  return ref::dedup(std::span<const int32_t>(p.ids, size_t(p.n)));
+}
 ChessKept HostBackend::do_chess_select(const ChessSelectParams& p) const {
-    const int64_t chunks = (p.pages + p.pages_per_chunk - 1) / p.pages_per_chunk;
-    const int64_t grids = (chunks + p.chunks_per_grid - 1) / p.chunks_per_grid;
-    auto s = ref::chess_hierarchical_select(
-        std::span<const float>(p.grid_scores, size_t(grids)), std::span<const float>(p.chunk_scores, size_t(chunks)),
-        std::span<const float>(p.page_scores, size_t(p.pages)), p.pages_per_chunk, p.chunks_per_grid, p.rho_g,
-        p.rho_c, p.rho_p);
-    return {std::move(s.grids), std::move(s.chunks), std::move(s.pages)};
-  }
+  const int64_t chunks = (p.pages + p.pages_per_chunk - 1) / p.pages_per_chunk;
+  const int64_t grids = (chunks + p.chunks_per_grid - 1) / p.chunks_per_grid;
+  auto s = ref::chess_hierarchical_select(
+      std::span<const float>(p.grid_scores, size_t(grids)), std::span<const float>(p.chunk_scores, size_t(chunks)),
+      std::span<const float>(p.page_scores, size_t(p.pages)), p.pages_per_chunk, p.chunks_per_grid, p.rho_g,
+      p.rho_c, p.rho_p);
+  return {std::move(s.grids), std::move(s.chunks), std::move(s.pages)};
+}
 void HostBackend::do_chess_page_vectors(const PageVectorsParams& p) const {
-    ref::chess_page_vectors(std::span<const float* const>(p.sources, size_t(p.count)), p.n, p.d, p.page_size, p.out);
-  }
+  ref::chess_page_vectors(std::span<const float* const>(p.sources, size_t(p.count)), p.n, p.d, p.page_size, p.out);
+}
 void HostBackend::do_tail_mean(const TailMeanParams& p) const { ref::tail_mean(p.X, p.m, p.d, p.w, p.out); }
 void HostBackend::do_group_mean(const GroupMeanParams& p) const { ref::group_mean(p.X, p.m, p.d, p.group, p.out); }
 std::vector<int32_t> HostBackend::do_chess_context_pages(const ContextPagesParams& p) const {
-    return ref::chess_context_pages(std::span<const int32_t>(p.selected, size_t(p.count)), p.num_pages,
-                                    p.sink_pages, p.window_pages);
-  }
+  return ref::chess_context_pages(std::span<const int32_t>(p.selected, size_t(p.count)), p.num_pages,
+                                  p.sink_pages, p.window_pages);
+}
 void HostBackend::do_score_gemm(const ScoreGemmParams& p) const {
-  ref::score_gemm(p.Q, p.m, p.M, p.n, p.d, p.S, ref::ScoreKind::dot, p.scale);
+ref::score_gemm(p.Q, p.m, p.M, p.n, p.d, p.S, ref::ScoreKind::dot, p.scale);
 }
 std::vector<float> HostBackend::do_pca_projection(const PcaParams& p) const {
-  return ref::pca_projection(p.keys, p.n, p.d, p.d_proj);
+return ref::pca_projection(p.keys, p.n, p.d, p.d_proj);
 }
 ref::LowRankFactors HostBackend::do_truncated_svd(const SvdParams& p) const {
-  return ref::truncated_svd(p.X, p.n, p.d, p.energy_fraction, p.r_max);
+return ref::truncated_svd(p.X, p.n, p.d, p.energy_fraction, p.r_max);
 }
 
 std::unique_ptr<Backend> make_host_backend() { return std::make_unique<HostBackend>(); }
@@ -100,9 +100,9 @@ const Backend& host_backend() {
 }
 
 const Backend& host_backend_named(const std::string& kernels) {
-  if (kernels == "reference") return host_backend();
-  if (kernels == "optimized") return host_optimized_backend();
-  throw std::invalid_argument("kernels '" + kernels + "': allowed reference, optimized");
+if (kernels == "reference") return host_backend();
+if (kernels == "optimized") return host_optimized_backend();
+throw std::invalid_argument("kernels '" + kernels + "': allowed reference, optimized");
 }
 
 }  // namespace kvsim::kernels

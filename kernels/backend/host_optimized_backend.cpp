@@ -42,11 +42,11 @@ HostOptimizedBackend::HostOptimizedBackend() : memo_(std::make_unique<WindowMemo
 HostOptimizedBackend::~HostOptimizedBackend() = default;
 
 void HostOptimizedBackend::do_obs_window_scores(const WindowScoreParams& p) const {
-  const size_t out_n = size_t(p.n - p.window);
   if (p.window <= 0 || p.window > p.n) {  // the kernel's own error
     host::obs_window_scores(p.queries, p.groups, p.window, p.keys, p.n, p.d, p.scale, p.scores);
     return;
   }
+  const size_t out_n = size_t(p.n - p.window);
   uint32_t scale_bits;
   std::memcpy(&scale_bits, &p.scale, 4);
   const std::array<uint64_t, 4> key = {

@@ -76,8 +76,8 @@ void CtkvrSelector::prefill(const TraceData& tr) {
   prev_s_ = -1;
 }
 
-std::vector<int32_t> CtkvrSelector::observe_truth(const TraceData& tr, int l, int h, int64_t s,
-                                                  const std::vector<float>& Q, int G, Last& last) const {
+std::vector<int32_t> CtkvrSelector::observe_truth(const TraceData& tr, int l, int h, int64_t s, int G,
+                                                  Last& last) const {
   const float scale = 1.f / std::sqrt(float(d_));
   auto range_of = [&](int64_t row) {  // this row's offloaded ids [init_end, local_begin)
     const int64_t n = tr.position(row) + 1;
@@ -109,7 +109,6 @@ std::vector<int32_t> CtkvrSelector::observe_truth(const TraceData& tr, int l, in
     kernels().score_gemm({.Q = rows.data(), .m = last.obs_rows * G, .M = tr.k(l, h) + last.obs_lo * d_, .n = m,
                           .d = d_, .scale = scale, .S = last.obs_scores.data()});
   }
-  (void)Q;
   // ref::ctkvr_rerank's steps on this row's slice of the scores: softmax per query head, max over the
   // group, top rho' (same numbers, so the same ids).
   const auto [a, b] = range_of(s);
@@ -199,7 +198,7 @@ void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelec
       if (o_.observe && local_begin > init_end) {
         // Observation 2 input: the true top-rho' of all offloaded keys under the rerank's score (the
         // rerank over the contiguous ids init_end..local_begin-1, from the block's scores).
-        std::vector<int32_t> truth = observe_truth(tr, l, h, s, Q, G, last);
+        std::vector<int32_t> truth = observe_truth(tr, l, h, s, G, last);
         std::sort(truth.begin(), truth.end());
         std::vector<int32_t> a, b(cpu);
         std::set_intersection(truth.begin(), truth.end(), last.offloaded.begin(), last.offloaded.end(),

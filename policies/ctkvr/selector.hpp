@@ -57,8 +57,8 @@ class CtkvrSelector final : public KernelSelector {
     std::vector<float> obs_scores;
     int64_t obs_s0 = -1, obs_rows = 0, obs_lo = 0, obs_hi = 0;
   };
-  std::vector<int32_t> observe_truth(const TraceData& tr, int l, int h, int64_t s, const std::vector<float>& Q, int G,
-                                     Last& last) const;
+  // Observation 2's true top-rho' of the offloaded keys at row s, from a block's scores (computed on a miss).
+  std::vector<int32_t> observe_truth(const TraceData& tr, int l, int h, int64_t s, int G, Last& last) const;
   Params p_;
   CtkvrOptions o_;
   int layers_ = 0, kv_heads_ = 0, d_ = 0;
