@@ -24,13 +24,8 @@ ref::LowRankFactors truncated_svd(const float* X, int64_t n, int d, double energ
     sig[size_t(j)] = std::sqrt(std::max(0.0, eig.eigenvalues()(k - 1 - j)));
     E.col(j) = eig.eigenvectors().col(k - 1 - j);
   }
-  const double total = A.squaredNorm();
-  ref::LowRankFactors f;
-  f.rows = n;
-  f.cols = d;
-  f.total_energy = total;
-  const int r = ref::choose_rank(sig, total, energy_fraction, int(std::min<int64_t>({r_max, n, d})));
-  f.rank = r;
+  ref::LowRankFactors f = ref::factor_spectrum(sig, n, d, A.squaredNorm(), energy_fraction, r_max);
+  const int r = f.rank;
   // U·Σ [n, r] and Vᵀ [r, d].
   MatD US(n, r), Vt(r, d);
   for (int j = 0; j < r; ++j) {
@@ -47,12 +42,6 @@ ref::LowRankFactors truncated_svd(const float* X, int64_t n, int d, double energ
   RowMajorF us = US.cast<float>(), vt = Vt.cast<float>();
   f.us.assign(us.data(), us.data() + us.size());
   f.vt.assign(vt.data(), vt.data() + vt.size());
-  double kept = 0;
-  for (int i = 0; i < r; ++i) {
-    f.sigma.push_back(float(sig[size_t(i)]));
-    kept += sig[size_t(i)] * sig[size_t(i)];
-  }
-  f.discarded_energy = std::max(0.0, total - kept);
   return f;
 }
 

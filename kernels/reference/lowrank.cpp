@@ -16,23 +16,13 @@ MatD load(const float* X, int64_t n, int d) { return Eigen::Map<const RowMajorF>
 // Fill the factors from U[n, ≥r], σ, V[d, ≥r] (column vectors).
 LowRankFactors pack(const MatD& U, const Eigen::VectorXd& s, const MatD& V, int64_t n, int d, double total,
                     double energy_fraction, int r_max) {
-  std::vector<double> sig(s.data(), s.data() + s.size());
-  LowRankFactors f;
-  f.rows = n;
-  f.cols = d;
-  f.total_energy = total;
-  const int r = choose_rank(sig, total, energy_fraction, std::min<int64_t>({r_max, n, d}));
-  f.rank = r;
+  LowRankFactors f = factor_spectrum(std::vector<double>(s.data(), s.data() + s.size()), n, d, total,
+                                     energy_fraction, r_max);
+  const int r = f.rank;
   RowMajorF us = (U.leftCols(r) * s.head(r).asDiagonal()).cast<float>();
   RowMajorF vt = V.leftCols(r).transpose().cast<float>();
   f.us.assign(us.data(), us.data() + us.size());
   f.vt.assign(vt.data(), vt.data() + vt.size());
-  double kept = 0;
-  for (int i = 0; i < r; ++i) {
-    f.sigma.push_back(float(sig[size_t(i)]));
-    kept += sig[size_t(i)] * sig[size_t(i)];
-  }
-  f.discarded_energy = std::max(0.0, total - kept);
   return f;
 }
 }  // namespace
@@ -47,6 +37,22 @@ int choose_rank(const std::vector<double>& sigma, double total_energy, double en
     kept += sigma[size_t(r)] * sigma[size_t(r)];
   }
   return cap;
+}
+
+LowRankFactors factor_spectrum(const std::vector<double>& sigma, int64_t n, int d, double total_energy,
+                               double energy_fraction, int r_max) {
+  LowRankFactors f;
+  f.rows = n;
+  f.cols = d;
+  f.total_energy = total_energy;
+  f.rank = choose_rank(sigma, total_energy, energy_fraction, int(std::min<int64_t>({r_max, n, d})));
+  double kept = 0;
+  for (int i = 0; i < f.rank; ++i) {
+    f.sigma.push_back(float(sigma[size_t(i)]));
+    kept += sigma[size_t(i)] * sigma[size_t(i)];
+  }
+  f.discarded_energy = std::max(0.0, total_energy - kept);
+  return f;
 }
 
 LowRankFactors truncated_svd(const float* X, int64_t n, int d, double energy_fraction, int r_max) {

@@ -23,6 +23,11 @@ struct LowRankFactors {
 // The rank rule above, given all singular values (descending) and ||X||_F².
 int choose_rank(const std::vector<double>& sigma, double total_energy, double energy_fraction, int r_cap);
 
+// Everything of LowRankFactors but us/vt for an [n, d] block: the rank by the rule above (capped by
+// min(r_max, n, d)), the kept σ and the energies. Shared by every way of computing the SVD.
+LowRankFactors factor_spectrum(const std::vector<double>& sigma, int64_t n, int d, double total_energy,
+                               double energy_fraction, int r_max);
+
 // Exact truncated SVD (Eigen::BDCSVD). ||X - U Σ Vᵀ||_F² = discarded_energy.
 LowRankFactors truncated_svd(const float* X, int64_t n, int d, double energy_fraction, int r_max);
 

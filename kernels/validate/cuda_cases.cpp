@@ -9,6 +9,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "kernels/validate/cuda_inputs.hpp"
 #include "kernels/validate/validate.hpp"
 #if defined(KVSIM_HAVE_CUDA)
 #include "kernels/reference/cuda.hpp"
@@ -24,14 +25,6 @@ using DBuf = ref::cuda::DeviceBuffer<T>;
 constexpr int D = 128, G = 4;
 constexpr double kRow = D * 4.0;
 const float kScale = 1.f / std::sqrt(float(D));
-
-std::shared_ptr<DBuf<float>> device_random(size_t n, uint32_t seed) {
-  Vec h(n);
-  std::minstd_rand rng(seed + 1);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (auto& x : h) x = u(rng);
-  return std::make_shared<DBuf<float>>(h);
-}
 
 Case cuda_decode_attention() {
   Case c{"cuda_decode_attention", false, PhaseKind::attention, CurveVariable::context_tokens,

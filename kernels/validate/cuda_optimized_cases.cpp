@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 
+#include "kernels/validate/cuda_inputs.hpp"
 #include "kernels/validate/validate.hpp"
 #if defined(KVSIM_HAVE_CUDA)
 #include "kernels/optimized/cuda.hpp"
@@ -26,14 +27,6 @@ template <class T>
 using Shared = std::shared_ptr<DBuf<T>>;
 // Llama-3-8B's attention per GPU: 32 query heads on 8 KV heads of 128; FlashInfer's default page of 16.
 constexpr int kHq = 32, kHkv = 8, kD = 128, kPage = 16;
-
-Shared<float> device_random(size_t n, uint32_t seed) {
-  Vec h(n);
-  std::minstd_rand rng(seed + 1);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (auto& x : h) x = u(rng);
-  return std::make_shared<DBuf<float>>(h);
-}
 
 // Split-KV paged decode over n tokens of one request, pages in cache order (dense) or a random
 // selection of pages from a cache 4 times larger (sparse page list, CHESS's zero-copy selection).
