@@ -216,6 +216,35 @@ TEST(HostKernels, TopkOnOneMagnitudeUsesTheSecondHistogramAndStaysExact) {
     EXPECT_EQ(ref::topk(s, k), host::topk(s.data(), int64_t(s.size()), k)) << k;
 }
 
+TEST(HostKernels, TopkSmallKStaysExactWhenEveryScoreBeatsTheThreshold) {
+  // Rising scores: each one displaces the running threshold (the small-k pass's worst case: a
+  // compaction every 3k candidates), with a tail of ties at the top value and a NaN among them.
+  std::vector<float> s(9000);
+  for (size_t i = 0; i < s.size(); ++i) s[i] = float(i) * 0.5f - 100.f;
+  for (size_t i = 8000; i < s.size(); ++i) s[i] = 4000.f;
+  s[8500] = NAN;
+  for (int64_t k : {int64_t(1), int64_t(64), int64_t(500)})
+    EXPECT_EQ(ref::topk(s, k), host::topk(s.data(), int64_t(s.size()), k)) << k;
+}
+
+TEST(HostKernels, BitmapDedupEqualsSortUnique) {
+  std::mt19937 g(21);
+  for (int range : {1, 100, 40000, 2000000000}) {  // the last: sparse ids, the sort fallback
+    std::uniform_int_distribution<int> u(0, range - 1);
+    for (int n : {0, 1, 5, 3000}) {
+      std::vector<int32_t> a(static_cast<size_t>(n));
+      for (auto& x : a) x = u(g);
+      std::vector<int32_t> b = a;
+      a.resize(size_t(ref::dedup_inplace(a.data(), n)));
+      b.resize(size_t(host::dedup_inplace(b.data(), n)));
+      EXPECT_EQ(a, b) << "range " << range << " n " << n;
+    }
+  }
+  std::vector<int32_t> neg = {4, -3, 4, 0, -3}, want = {-3, 0, 4};  // a negative id: the fallback
+  neg.resize(size_t(host::dedup_inplace(neg.data(), 5)));
+  EXPECT_EQ(neg, want);
+}
+
 TEST(HostKernels, FactoredSegmentsMatchTheReconstructedRows) {
   // SEKV's zoomed spans in factored form (U·Σ [n, r], Vᵀ [r, d]) next to a plain segment with biases,
   // against biased attention over the reconstructed rows.

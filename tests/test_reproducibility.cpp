@@ -56,7 +56,7 @@ std::string without_measurements(const std::string& text) {
   nlohmann::json j = nlohmann::json::parse(text);
   j.erase("performance");
   j["options"].erase("threads");
-  for (auto& p : j["policies"]) p.erase("select_s");
+  for (auto& p : j["policies"]) { p.erase("select_s"); p.erase("prefill_s"); }
   return j.dump(1);
 }
 

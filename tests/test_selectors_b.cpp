@@ -332,7 +332,7 @@ TEST(SelectorsBCtkvr, EveryCentroidEveryKeySelectsEveryToken) {
   const Tiny& t = tiny();
   const double P = double(t.D.P);
   policies::ctkvr::CtkvrSelector sel(ctkvr_small({{"probes", 32}, {"per_centroid", P}, {"budget_tokens", P}, {"local_tokens", 300}}),
-                            policies::ctkvr::CtkvrOptions{false, true});
+                            policies::ctkvr::CtkvrOptions{0, true});
   sel.prefill(t.D);
   const int64_t s0 = t.first_decode();
   for (int64_t s = s0; s < t.D.S; s += 31) {
@@ -382,7 +382,7 @@ TEST(SelectorsBCtkvr, FifoUpdateKeepsCCentroidsAndReplacesTheOldest) {
       }
   }
   // without the update the index never changes
-  policies::ctkvr::CtkvrSelector fixed(ctkvr_small({{"centroids", 8}}), policies::ctkvr::CtkvrOptions{false, false});
+  policies::ctkvr::CtkvrSelector fixed(ctkvr_small({{"centroids", 8}}), policies::ctkvr::CtkvrOptions{0, false});
   fixed.prefill(t.D);
   const auto before = fixed.head(1, 1).ivf;
   for (int k = 0; k < 5; ++k) run_select(fixed, t.D, s0 + k);
@@ -410,6 +410,30 @@ TEST(SelectorsBCtkvr, InitAndLocalTokensAreAlwaysAttended) {
   EXPECT_NEAR(st.at("gpu_tokens").value, 116, 1e-9);
   EXPECT_TRUE(st.count("centroid_recall"));
   EXPECT_GT(st.at("offloaded_generated_tokens").value, 0);  // tiny generates 256 > 100 local tokens
+}
+
+// Observation 2 is a statistic: sampling it (observe_every) leaves every selection unchanged, and the
+// sampled rows' statistic is measured on exactly those rows (a quarter of the samples).
+TEST(SelectorsBCtkvr, SampledObservationChangesNoSelection) {
+  const Tiny& t = tiny();
+  policies::ctkvr::CtkvrSelector every(ctkvr_small(), policies::ctkvr::CtkvrOptions{1, true});
+  policies::ctkvr::CtkvrSelector sampled(ctkvr_small(), policies::ctkvr::CtkvrOptions{4, true});
+  every.prefill(t.D);
+  sampled.prefill(t.D);
+  int64_t rows = 0, observed = 0;
+  for (int64_t s = t.first_decode(); s < t.D.S; ++s) {
+    const auto a = run_select(every, t.D, s), b = run_select(sampled, t.D, s);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i].tokens, b[i].tokens) << "row " << s << " pair " << i;
+    ++rows;
+    observed += s % 4 == 0;
+  }
+  const auto sa = every.statistics(), sb = sampled.statistics();
+  ASSERT_TRUE(sa.count("centroid_recall") && sb.count("centroid_recall"));
+  const int64_t pairs = int64_t(t.D.layers) * t.D.kv_heads;
+  EXPECT_EQ(sa.at("centroid_recall").samples, rows * pairs);
+  EXPECT_EQ(sb.at("centroid_recall").samples, observed * pairs);
+  EXPECT_NEAR(sb.at("centroid_recall").value, sa.at("centroid_recall").value, 0.1);
 }
 
 TEST(SelectorsBCtkvr, KeepsTheNeedleForRetrievalHeads) {

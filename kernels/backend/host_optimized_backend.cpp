@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "kernels/host/host.hpp"
+#include "kernels/reference/ivf.hpp"
 
 namespace kvsim::kernels {
 
@@ -107,6 +108,15 @@ void HostOptimizedBackend::do_biased_attention(const BiasedAttentionParams& p) c
 }
 int HostOptimizedBackend::do_qcivf_build(const QcivfBuildParams& p) const {
   return host::qcivf_build(p.centroids, p.groups, p.C, p.keys, p.n, p.d, p.scale, p.rho, p.ivf);
+}
+std::vector<int32_t> HostOptimizedBackend::do_ctkvr_recall(const CtkvrRecallParams& p) const {
+  return ref::ctkvr_recall(p.q, p.groups, p.centroids, p.C, p.d, p.ivf, p.rho, p.c_prime, nullptr,
+                           &host::dedup_inplace);
+}
+std::vector<int32_t> HostOptimizedBackend::do_dedup(const DedupParams& p) const {
+  std::vector<int32_t> ids(p.ids, p.ids + p.n);
+  ids.resize(size_t(host::dedup_inplace(ids.data(), p.n)));
+  return ids;
 }
 std::vector<int32_t> HostOptimizedBackend::do_ctkvr_rerank(const CtkvrRerankParams& p) const {
   return host::ctkvr_rerank(p.q, p.groups, p.keys, p.n, p.d, p.recalled, p.m, p.scale, p.rho_prime);

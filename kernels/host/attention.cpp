@@ -223,8 +223,10 @@ namespace kvsim::host {
 void weighted_rows(const WeightedRows& p) {
   const int d = p.d, R = p.rows;
   if (R > kMaxRows) throw std::invalid_argument("weighted_rows: at most 16 rows");
-  std::fill_n(p.out, size_t(R) * d, 0.f);
-  for (int r = 0; r < R; ++r) p.mass[r] = 0;
+  if (!p.accumulate) {
+    std::fill_n(p.out, size_t(R) * d, 0.f);
+    for (int r = 0; r < R; ++r) p.mass[r] = 0;
+  }
   float w[kMaxRows * kBlock];
   const float* vrow[kBlock];
   for (int64_t i0 = 0; i0 < p.m; i0 += kBlock) {

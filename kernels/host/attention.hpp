@@ -65,6 +65,9 @@ struct WeightedRows {
   const float* const* weights = nullptr;  // [rows] arrays indexed by row id
   float* out = nullptr;               // [rows, d]
   double* mass = nullptr;             // [rows]
+  // Add to out and mass instead of overwriting them: a long list taken in pieces (replay walks the
+  // value rows tile by tile so that a tile stays in cache across every selection that reads it).
+  bool accumulate = false;
 };
 void weighted_rows(const WeightedRows& p);
 

@@ -1,8 +1,12 @@
 #include "kernels/host/gather.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "kernels/reference/gather.hpp"
 
 namespace kvsim::host {
 
@@ -21,6 +25,20 @@ int64_t gather_rows(const float* src, int64_t n_rows, int64_t row_elems, const i
     ++runs;
   }
   return runs;
+}
+
+int64_t dedup_inplace(int32_t* ids, int64_t n) {
+  if (n <= 1) return n;
+  const auto [lo, hi] = std::minmax_element(ids, ids + n);
+  if (*lo < 0 || int64_t(*hi) > 64 * n) return ref::dedup_inplace(ids, n);
+  thread_local std::vector<uint64_t> bits;
+  const size_t words = size_t(*hi) / 64 + 1;
+  bits.assign(words, 0);
+  for (int64_t i = 0; i < n; ++i) bits[size_t(ids[i]) >> 6] |= uint64_t(1) << (ids[i] & 63);
+  int64_t out = 0;
+  for (size_t w = 0; w < words; ++w)
+    for (uint64_t b = bits[w]; b; b &= b - 1) ids[out++] = int32_t(w * 64 + size_t(__builtin_ctzll(b)));
+  return out;
 }
 
 }  // namespace kvsim::host

@@ -11,4 +11,10 @@ namespace kvsim::host {
 // number of runs copied.
 int64_t gather_rows(const float* src, int64_t n_rows, int64_t row_elems, const int32_t* idx, int64_t m, float* dst);
 
+// ref::dedup_inplace's result (ids sorted ascending, unique; returns the count) from a bitmap over the
+// id range instead of a sort: one pass setting bits, one scan of (max id + 1) / 64 words. For CTKVR's
+// recall (C'·rho ids from a context of n tokens) that is O(C'·rho + n/64) instead of O(C'·rho·log).
+// Falls back to the sort when an id is negative or the range is over 64 times the id count.
+int64_t dedup_inplace(int32_t* ids, int64_t n);
+
 }  // namespace kvsim::host

@@ -42,6 +42,12 @@ int qcivf_build(const float* centroids, int G, int C, const float* K, int64_t n,
 
 std::vector<int32_t> ctkvr_recall(const float* q, int G, const float* centroids, int C, int d, const int32_t* ivf,
                                   int rho, int c_prime, std::vector<int32_t>* chosen) {
+  return ctkvr_recall(q, G, centroids, C, d, ivf, rho, c_prime, chosen, &ref::dedup_inplace);
+}
+
+std::vector<int32_t> ctkvr_recall(const float* q, int G, const float* centroids, int C, int d, const int32_t* ivf,
+                                  int rho, int c_prime, std::vector<int32_t>* chosen,
+                                  int64_t (*dedup_ids)(int32_t* ids, int64_t n)) {
   std::vector<float> S(size_t(G) * C), cos_kv(static_cast<size_t>(C));
   for (int g = 0; g < G; ++g)
     score_gemv(q + int64_t(g) * d, centroids + int64_t(g) * C * d, C, d, S.data() + int64_t(g) * C, ScoreKind::cosine);
@@ -51,7 +57,8 @@ std::vector<int32_t> ctkvr_recall(const float* q, int G, const float* centroids,
   ids.reserve(top.size() * size_t(rho));
   for (int32_t c : top) ids.insert(ids.end(), ivf + int64_t(c) * rho, ivf + int64_t(c + 1) * rho);
   if (chosen) *chosen = top;
-  return dedup(ids);
+  ids.resize(size_t(dedup_ids(ids.data(), int64_t(ids.size()))));
+  return ids;
 }
 
 std::vector<int32_t> ctkvr_rerank(const float* q, int G, const float* K, int64_t n, int d,

@@ -252,7 +252,7 @@ Case cpu_chess_select() {
 
 Case cpu_dedup() {
   Case c{"cpu_dedup", false, PhaseKind::select, CurveVariable::bytes,
-         "dedup (CTKVR's DedupIdx: sort + unique of the probed ids, half of them repeats)", {16384, 131072, 1048576},
+         "dedup (CTKVR's DedupIdx: sorted unique probed ids, half of them repeats; optimized: a bitmap)", {16384, 131072, 1048576},
          4096, nullptr};
   c.make = [](double s, int t, double cold) {
     const int64_t n = int64_t(s);
@@ -260,7 +260,13 @@ Case cpu_dedup() {
       auto ids = std::make_shared<Ids>(static_cast<size_t>(n));
       std::minstd_rand rng(seed + 1);
       for (auto& i : *ids) i = int32_t(rng() % uint32_t(n / 2));
-      return [=] { (void)ref::dedup(*ids); };
+      if (g_optimized)
+        return std::function<void()>([=] {
+          thread_local std::vector<int32_t> work;
+          work.assign(ids->begin(), ids->end());
+          (void)host::dedup_inplace(work.data(), int64_t(work.size()));
+        });
+      return std::function<void()>([=] { (void)ref::dedup(*ids); });
     });
     select_work(in, double(n), double(n) / 2);
     return in;
@@ -453,7 +459,7 @@ std::vector<Case> host_cases(bool optimized) {
   // The phases with an optimized kernel (kernels/host/): the list says which kernels ran.
   static const std::set<std::string> with_optimized = {
       "cpu_attention", "cpu_rerank",      "cpu_decode_attention", "cpu_score",     "cpu_quest_bound",
-      "cpu_topk",      "staging_gather",  "cpu_qcivf_build",      "cpu_obs_window"};
+      "cpu_topk",      "staging_gather",  "cpu_qcivf_build",      "cpu_obs_window", "cpu_dedup"};
   for (Case& c : all) {
     const bool opt = optimized && with_optimized.count(c.phase) > 0;
     c.kernels = std::string(opt ? "kvsim::host " : "kvsim::ref ") + c.kernels;

@@ -84,15 +84,16 @@ std::vector<int32_t> CtkvrSelector::observe_truth(const TraceData& tr, int l, in
     const int64_t init_end = std::min(init_, n);
     return std::pair<int64_t, int64_t>{init_end, std::max<int64_t>(init_end, n - local_)};
   };
-  if (s < last.obs_s0 || s >= last.obs_s0 + last.obs_rows) {
-    // A new block: this row and the next decode rows, at most kObserveBlock.
+  const int64_t every = std::max(1, o_.observe_every);
+  if (s < last.obs_s0 || (s - last.obs_s0) % every != 0 || (s - last.obs_s0) / every >= last.obs_rows) {
+    // A new block: this row and the next observed rows, at most kObserveBlock.
     constexpr int64_t kObserveBlock = 16;
     last.obs_s0 = s;
     last.obs_rows = 0;
     last.obs_lo = range_of(s).first;
     last.obs_hi = range_of(s).second;
-    while (last.obs_rows < kObserveBlock && s + last.obs_rows < tr.S) {
-      const auto [a, b] = range_of(s + last.obs_rows);
+    while (last.obs_rows < kObserveBlock && s + last.obs_rows * every < tr.S) {
+      const auto [a, b] = range_of(s + last.obs_rows * every);
       last.obs_lo = std::min(last.obs_lo, a);
       last.obs_hi = std::max(last.obs_hi, b);
       ++last.obs_rows;
@@ -102,7 +103,7 @@ std::vector<int32_t> CtkvrSelector::observe_truth(const TraceData& tr, int l, in
     const auto& grp = tr.group_of[size_t(h)];
     for (int64_t r = 0; r < last.obs_rows; ++r)
       for (int g = 0; g < G; ++g) {
-        const float* q = tr.q(l, grp[size_t(g)], s + r);
+        const float* q = tr.q(l, grp[size_t(g)], s + r * every);
         std::copy(q, q + d_, rows.begin() + (r * G + g) * d_);
       }
     last.obs_scores.resize(size_t(last.obs_rows) * G * size_t(m));
@@ -112,7 +113,7 @@ std::vector<int32_t> CtkvrSelector::observe_truth(const TraceData& tr, int l, in
   // ref::ctkvr_rerank's steps on this row's slice of the scores: softmax per query head, max over the
   // group, top rho' (same numbers, so the same ids).
   const auto [a, b] = range_of(s);
-  const int64_t m = b - a, width = last.obs_hi - last.obs_lo, r = s - last.obs_s0;
+  const int64_t m = b - a, width = last.obs_hi - last.obs_lo, r = (s - last.obs_s0) / every;
   std::vector<float> S(size_t(G) * size_t(m)), A(static_cast<size_t>(m));
   for (int g = 0; g < G; ++g) {
     const float* src = last.obs_scores.data() + (r * G + g) * width + (a - last.obs_lo);
@@ -195,7 +196,7 @@ void CtkvrSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelec
         st.gpu += double(init_end + (n - local_begin));
         ++st.obs;
       }
-      if (o_.observe && local_begin > init_end) {
+      if (o_.observe_every > 0 && s % o_.observe_every == 0 && local_begin > init_end) {
         // Observation 2 input: the true top-rho' of all offloaded keys under the rerank's score (the
         // rerank over the contiguous ids init_end..local_begin-1, from the block's scores).
         std::vector<int32_t> truth = observe_truth(tr, l, h, s, G, last);
@@ -263,10 +264,12 @@ std::map<std::string, Statistic> CtkvrSelector::statistics() const {
     st["adjacent_query_cosine"] = {t.cos / double(t.cos_obs), t.cos_obs,
                                    "cosine of each query head's query with its previous position's (Obs. 1)"};
   if (t.topk_obs > 0) {
+    const std::string rows = o_.observe_every == 1 ? std::string(" (every row)")
+                                                   : " (rows s % " + std::to_string(o_.observe_every) + " == 0)";
     st["centroid_recall"] = {t.stage_recall / double(t.topk_obs), t.topk_obs,
-                             "fraction of the true top-rho' offloaded keys inside the recalled set (Obs. 2)"};
+                             "fraction of the true top-rho' offloaded keys inside the recalled set (Obs. 2)" + rows};
     st["topk_recall"] = {t.topk_recall / double(t.topk_obs), t.topk_obs,
-                         "fraction of the true top-rho' offloaded keys chosen by the rerank"};
+                         "fraction of the true top-rho' offloaded keys chosen by the rerank" + rows};
   }
   if (unreachable_obs_ > 0)
     st["offloaded_generated_tokens"] = {unreachable_sum_ / double(unreachable_obs_), unreachable_obs_,

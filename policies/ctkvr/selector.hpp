@@ -15,10 +15,12 @@ using replay::TraceSelector;
 
 
 struct CtkvrOptions {
-  // Measure CTKVR's Observation 2 input each step: the true top-rho' of the offloaded keys (the same
-  // score as the rerank, over every offloaded key) and how much of it the centroid stage recalled and
-  // the rerank chose. Costs one scoring pass over the context per (layer, KV head) and step.
-  bool observe = true;
+  // Measure CTKVR's Observation 2 input: the true top-rho' of the offloaded keys (the same score as the
+  // rerank, over every offloaded key) and how much of it the centroid stage recalled and the rerank
+  // chose, at every trace row s with s % observe_every == 0 (0: never). Each observed row costs one
+  // scoring pass over the context per (layer, KV head) -- as much as the rest of CTKVR's selection --
+  // and it is a statistic only, so by default one row in four is sampled (the selection is unchanged).
+  int observe_every = 4;
   // Dynamic centroid update (§3.1.3, Algorithm 2 (d)); off reproduces "CTKVR w/o DCU" (Table 5).
   bool fifo_update = true;
 };
@@ -51,13 +53,15 @@ class CtkvrSelector final : public KernelSelector {
  private:
   struct Last {
     std::vector<int32_t> recall, offloaded, chosen;
-    // Observation 2's scores for a block of upcoming decode rows: [rows][G][hi - lo] dots of each row's
-    // queries with keys lo..hi-1, computed in one GEMM-shaped pass (each key row read once per block,
-    // not once per step); each element is the score the per-step rerank would compute.
+    // Observation 2's scores for a block of upcoming observed rows (obs_s0 + r * observe_every):
+    // [rows][G][hi - lo] dots of each row's queries with keys lo..hi-1, computed in one GEMM-shaped pass
+    // (each key row read once per block, not once per step); each element is the score the per-step
+    // rerank would compute.
     std::vector<float> obs_scores;
     int64_t obs_s0 = -1, obs_rows = 0, obs_lo = 0, obs_hi = 0;
   };
-  // Observation 2's true top-rho' of the offloaded keys at row s, from a block's scores (computed on a miss).
+  // Observation 2's true top-rho' of the offloaded keys at an observed row s, from a block's scores
+  // (the next observed rows, computed on a miss).
   std::vector<int32_t> observe_truth(const TraceData& tr, int l, int h, int64_t s, int G, Last& last) const;
   Params p_;
   CtkvrOptions o_;

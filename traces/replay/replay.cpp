@@ -231,6 +231,55 @@ void topk_of_row(const float* p, int64_t n, int64_t k, std::vector<int32_t>& out
   if (k > 0) host::topk_indices(p, n, k, out.data());
 }
 
+
+// Attention restricted to a selection, from the ground truth's probabilities (ReplayOptions::
+// attention_kernel says why), for every (policy, decode row) of one (layer, KV head) block at once:
+// out[j] = Σ_S p_j(x)·v_x / Σ_S p_j, lse[j] = lse_j + log Σ_S p_j.
+//
+// Why a block at once: the selections of nine policies over 32 rows read ~30 K value rows each, and
+// one (layer, KV head)'s values (n·d·4 bytes, 8 MB at 32 K tokens) do not stay in cache from one
+// selection to the next. Walking the value rows in tiles of kTile tokens, every selection's part of a
+// tile is accumulated while the tile is in L2; the mass is still summed in double in list order.
+struct SubsetJob {
+  const std::vector<int32_t>* tokens = nullptr;  // sorted ascending
+  int64_t r = 0;      // decode row in the block
+  int64_t at = 0;     // next token of the list
+  bool ok = true;     // false: fall back to the attention kernel (mass underflow)
+  double mass[16] = {};
+};
+
+void subset_attention_block(const GroundTruthBlock& gt, const float* V, int d, std::vector<SubsetJob>& jobs,
+                            float* out /* [jobs][g][d] */, float* lse /* [jobs][g] */) {
+  constexpr int64_t kTile = 1024;  // 256 KB of value rows at d = 64
+  const int g = gt.group;
+  std::fill_n(out, jobs.size() * size_t(g) * size_t(d), 0.f);
+  for (int64_t t0 = 0; t0 < gt.cols; t0 += kTile) {
+    const int32_t t1 = int32_t(std::min(gt.cols, t0 + kTile));
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      SubsetJob& jb = jobs[k];
+      const std::vector<int32_t>& tok = *jb.tokens;
+      const int64_t end = std::lower_bound(tok.begin() + jb.at, tok.end(), t1) - tok.begin();
+      if (end == jb.at) continue;
+      const float* rows[16];
+      for (int j = 0; j < g; ++j) rows[j] = gt.p(j, jb.r);
+      host::weighted_rows({.values = V, .idx = tok.data() + jb.at, .m = end - jb.at, .d = d, .rows = g,
+                           .weights = rows, .out = out + k * size_t(g) * d, .mass = jb.mass, .accumulate = true});
+      jb.at = end;
+    }
+  }
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    SubsetJob& jb = jobs[k];
+    for (int j = 0; j < g; ++j) jb.ok = jb.ok && jb.mass[j] >= 1e-30;
+    if (!jb.ok) continue;
+    for (int j = 0; j < g; ++j) {
+      const float inv = float(1.0 / jb.mass[j]);
+      float* oj = out + (k * size_t(g) + size_t(j)) * d;
+      for (int c = 0; c < d; ++c) oj[c] *= inv;
+      lse[k * size_t(g) + size_t(j)] = float(double(gt.lse_of(j, jb.r)) + std::log(jb.mass[j]));
+    }
+  }
+}
+
 struct Worker {
   GroundTruthBlock gt;
   std::vector<uint8_t> mark;
@@ -238,6 +287,9 @@ struct Worker {
   HeadSelection flat;                        // a selection's extra entries made contiguous
   std::vector<host::AttendSegment> segments;  // a selection's extra entries, where they are
   std::vector<std::vector<int32_t>> top;  // [group * rows]
+  std::vector<SubsetJob> jobs;            // the block's selections restricted from the ground truth
+  std::vector<int> job_of;                // [policy * rows] -> job, or -1
+  std::vector<float> sub_out, sub_lse;    // [job][group][d], [job][group]
   double gt_seconds = 0, metric_seconds = 0, flops = 0;
   // --device: the device backend's attention outputs and their agreement with the host's, per policy.
   std::vector<float> d_q, d_out, d_lse, d_extra, d_extra_lse;
@@ -245,29 +297,6 @@ struct Worker {
   std::vector<int64_t> dev_outputs;
   std::vector<double> dev_error;
 };
-
-// Attention of decode row r's query heads restricted to `tokens`, from the ground truth's probabilities
-// (ReplayOptions::attention_kernel says why): out[j] = Σ_S p_j(x)·v_x / Σ_S p_j, lse[j] = lse_j + log Σ_S p_j.
-// False (nothing written that matters) when some head's selected mass underflows.
-bool subset_attention(const GroundTruthBlock& gt, int64_t r, const float* V, int d, const std::vector<int32_t>& tokens,
-                      float* out, float* lse) {
-  const int g = gt.group;
-  if (g > 16) return false;
-  const float* rows[16];
-  double mass[16];
-  for (int j = 0; j < g; ++j) rows[j] = gt.p(j, r);
-  host::weighted_rows({.values = V, .idx = tokens.data(), .m = int64_t(tokens.size()), .d = d, .rows = g,
-                       .weights = rows, .out = out, .mass = mass});
-  for (int j = 0; j < g; ++j)
-    if (!(mass[j] >= 1e-30)) return false;
-  for (int j = 0; j < g; ++j) {
-    const float inv = float(1.0 / mass[j]);
-    float* oj = out + int64_t(j) * d;
-    for (int c = 0; c < d; ++c) oj[c] *= inv;
-    lse[j] = float(double(gt.lse_of(j, r)) + std::log(mass[j]));
-  }
-  return true;
-}
 
 // `hs` itself when its extra entries are all owned, else a copy in `scratch` with them flattened.
 const HeadSelection& flat_extras(const HeadSelection& hs, int d, HeadSelection& scratch) {
@@ -366,7 +395,8 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
   parallel_for(npol, [&](int i, int) {
     const auto t0 = Clock::now();
     sel[size_t(i)]->prefill(t);
-    res.policies[size_t(i)].select_seconds += seconds_since(t0);
+    res.policies[size_t(i)].prefill_seconds = seconds_since(t0);
+    res.policies[size_t(i)].select_seconds += res.policies[size_t(i)].prefill_seconds;
     if (o.device) {
       dev[size_t(i)] = o.device->fork();
       DeviceCheck& c = checks[size_t(i)];
@@ -456,6 +486,27 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
         w.lse.resize(size_t(g));
         w.dev_outputs.resize(size_t(npol));
         w.dev_error.resize(size_t(npol));
+        w.jobs.clear();
+        w.job_of.assign(size_t(npol) * size_t(nb), -1);
+        if (values && !o.attention_kernel && g <= 16) {
+          for (int i = 0; i < npol; ++i)
+            for (int64_t r = 0; r < nb; ++r) {
+              const HeadSelection& hs = sels[size_t(i)][size_t(r)][size_t(pair)];
+              if (hs.all || std::adjacent_find(hs.tokens.begin(), hs.tokens.end(), std::greater_equal<>()) !=
+                                hs.tokens.end())
+                continue;  // not strictly increasing: the general path
+              if (!hs.tokens.empty() && (hs.tokens.front() < 0 || hs.tokens.back() >= t.position(s0 + r) + 1))
+                continue;  // the loop below names the bad token
+              w.job_of[size_t(i) * size_t(nb) + size_t(r)] = int(w.jobs.size());
+              SubsetJob jb;
+              jb.tokens = &hs.tokens;
+              jb.r = r;
+              w.jobs.push_back(jb);
+            }
+          w.sub_out.resize(w.jobs.size() * size_t(g) * t.d);
+          w.sub_lse.resize(w.jobs.size() * size_t(g));
+          subset_attention_block(w.gt, t.v(l, h), t.d, w.jobs, w.sub_out.data(), w.sub_lse.data());
+        }
         for (int i = 0; i < npol; ++i) {
           MetricStore& m = metrics[size_t(i)];
           for (int64_t r = 0; r < nb; ++r) {
@@ -486,27 +537,40 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
               }
               continue;
             }
-            // Mark the attended tokens (full resolution or represented by extra entries).
-            for (int32_t x : hs.tokens) {
-              if (x < 0 || x >= n) throw std::logic_error("selector " + runs[size_t(i)].policy + " selected token " +
-                                                          std::to_string(x) + " outside 0.." + std::to_string(n - 1));
-              w.mark[size_t(x)] = 1;
+            // A strictly increasing token list already restricted from the ground truth, with no extra
+            // entries: its recall is the mass the restriction summed (the same doubles, in the same
+            // order) and membership is a binary search. Otherwise mark the attended tokens (full
+            // resolution or represented by extra entries).
+            const int job = w.job_of[size_t(i) * size_t(nb) + size_t(r)];
+            const SubsetJob* jb = job >= 0 && w.jobs[size_t(job)].ok ? &w.jobs[size_t(job)] : nullptr;
+            const bool searched = jb != nullptr && hs.extra_tokens.empty();
+            auto attended = [&](int32_t x) {
+              return searched ? std::binary_search(hs.tokens.begin(), hs.tokens.end(), x) : w.mark[size_t(x)] != 0;
+            };
+            if (!searched) {
+              for (int32_t x : hs.tokens) {
+                if (x < 0 || x >= n) throw std::logic_error("selector " + runs[size_t(i)].policy + " selected token " +
+                                                            std::to_string(x) + " outside 0.." + std::to_string(n - 1));
+                w.mark[size_t(x)] = 1;
+              }
+              for (int32_t x : hs.extra_tokens)
+                if (x >= 0 && x < n) w.mark[size_t(x)] = 1;
             }
-            for (int32_t x : hs.extra_tokens)
-              if (x >= 0 && x < n) w.mark[size_t(x)] = 1;
             const int64_t m_extra = hs.extra_count();
             // Focus recall: the share of the focus tokens already in the cache (< n) that are attended.
             float focus_recall = NAN;
             {
               int64_t in = 0, kept = 0;
               for (int32_t x : o.focus_tokens)
-                if (x < n) { ++in; kept += w.mark[size_t(x)] != 0; }
+                if (x < n) { ++in; kept += attended(x); }
               if (in > 0) focus_recall = float(double(kept) / double(in));
             }
             if (values) {
               for (int j = 0; j < g; ++j) std::copy_n(t.q(l, grp[size_t(j)], s), t.d, w.Qg.data() + size_t(j) * t.d);
-              if (o.attention_kernel || !subset_attention(w.gt, r, t.v(l, h), t.d, hs.tokens, w.o_sel.data(),
-                                                          w.lse.data()))
+              if (jb != nullptr) {
+                std::copy_n(w.sub_out.data() + size_t(job) * g * t.d, size_t(g) * t.d, w.o_sel.data());
+                std::copy_n(w.sub_lse.data() + size_t(job) * g, size_t(g), w.lse.data());
+              } else
                 host.gather_attention({.queries = w.Qg.data(), .rows = g, .keys = t.k(l, h), .values = t.v(l, h),
                                        .resident_rows = n, .d = t.d, .idx = hs.tokens.data(),
                                        .m = int64_t(hs.tokens.size()), .scale = scale, .out = w.o_sel.data(),
@@ -539,19 +603,24 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
             }
             check_device();
             for (int j = 0; j < g; ++j) {
-              const float* p = w.gt.p(j, r);
               double rec = 0;
-              // Σ over the union tokens ∪ extra_tokens: a token counts once (mark 1 -> 2 when counted).
-              for (int32_t x : hs.tokens) { rec += p[x]; w.mark[size_t(x)] = 2; }
-              for (int32_t x : hs.extra_tokens)
-                if (x >= 0 && x < n && w.mark[size_t(x)] == 1) { rec += p[x]; w.mark[size_t(x)] = 2; }
               int64_t hit = 0;
               const auto& top = w.top[size_t(j) * nb + r];
-              for (int32_t x : top) hit += w.mark[size_t(x)] != 0;
-              // restore marks for the next head of the group
-              for (int32_t x : hs.tokens) w.mark[size_t(x)] = 1;
-              for (int32_t x : hs.extra_tokens)
-                if (x >= 0 && x < n) w.mark[size_t(x)] = 1;
+              if (searched) {
+                rec = jb->mass[j];
+                for (int32_t x : top) hit += attended(x);
+              } else {
+                const float* p = w.gt.p(j, r);
+                // Σ over the union tokens ∪ extra_tokens: a token counts once (mark 1 -> 2 when counted).
+                for (int32_t x : hs.tokens) { rec += p[x]; w.mark[size_t(x)] = 2; }
+                for (int32_t x : hs.extra_tokens)
+                  if (x >= 0 && x < n && w.mark[size_t(x)] == 1) { rec += p[x]; w.mark[size_t(x)] = 2; }
+                for (int32_t x : top) hit += w.mark[size_t(x)] != 0;
+                // restore marks for the next head of the group
+                for (int32_t x : hs.tokens) w.mark[size_t(x)] = 1;
+                for (int32_t x : hs.extra_tokens)
+                  if (x >= 0 && x < n) w.mark[size_t(x)] = 1;
+              }
               const size_t at = m.at(ri, l, grp[size_t(j)]);
               m.recall[at] = float(std::min(1.0, rec));
               m.topk[at] = top.empty() ? 1.0f : float(hit) / float(top.size());
@@ -568,6 +637,7 @@ ReplayResult run_replay(const TraceData& t, const std::vector<PolicyRun>& runs, 
                 m.error[at] = float(den > 0 ? std::sqrt(num / den) : std::sqrt(num));
               }
             }
+            if (searched) continue;
             for (int32_t x : hs.tokens) w.mark[size_t(x)] = 0;
             for (int32_t x : hs.extra_tokens)
               if (x >= 0 && x < n) w.mark[size_t(x)] = 0;

@@ -116,6 +116,7 @@ struct PolicyReplay {
   std::vector<std::pair<int64_t, int64_t>> ranges;    // decode row ranges [a, b) (indices into decode rows)
   std::map<std::string, Statistic> statistics;        // the selector's, at the end
   double select_seconds = 0;                          // prefill + select, wall
+  double prefill_seconds = 0;                         // the prefill part of select_seconds, wall
   double context_mean = 0;                            // mean p + 1 over the replayed rows
   std::optional<DeviceCheck> device;                  // with ReplayOptions::device only
 };

@@ -333,6 +333,7 @@ std::string replay_report_text(const ReplayReport& rep, const std::string& forma
                       {"applied", cs.applied}, {"rule", rule_text(cs.rule)}, {"samples", cs.samples}});
       pj["carried"] = ca;
       pj["select_s"] = pr.select_seconds;
+      pj["prefill_s"] = pr.prefill_seconds;
       if (r.loop)
         pj["model_in_the_loop"] = {{"model", c.model_in_the_loop},    {"steps", r.loop->steps},
                                    {"next_token_agreement", r.loop->agreement}, {"nll_full", r.loop->nll_full},
