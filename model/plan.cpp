@@ -146,7 +146,8 @@ PlanResult evaluate(const DesignPoint& p) {
   const Deployment& d = *p.deployment;
   const double B = double(r.batch);
 
-  // TTFT: prefill of one prompt (dense transformer + the policy's state building).
+  // TTFT: prefill of one prompt (dense transformer + the policy's state building); prefill_cost()
+  // below is the same sum without the phase list.
   PhaseList pre;
   pre.reserve(8);
   add_prefill_phases(d, double(p.context_tokens), pre);
@@ -172,6 +173,15 @@ PlanResult evaluate(const DesignPoint& p) {
     if (by_bound[i] > by_bound[best]) best = i;
   r.dominant = Bound(best);
   return r;
+}
+
+PrefillCost prefill_cost(const Deployment& d, const Policy& pol, const ParamValues& params, double prompt) {
+  PhaseList dense, own;
+  add_prefill_phases(d, prompt, dense);
+  pol.prefill(d, params, prompt, own);
+  for (PhaseList* l : {&dense, &own})
+    for (Phase& ph : *l) ph.context_tokens = prompt, ph.batch = 1;
+  return {sum_phases(d, dense, "prefill", nullptr), sum_phases(d, own, "prefill", nullptr)};
 }
 
 void compare_to_full(std::vector<PlanResult>& results, const std::vector<PlanResult>& full) {

@@ -112,6 +112,14 @@ StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues
 void decode_phase_lists(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
                         PhaseList& policy_phases, PhaseList& dense_phases);
 
+// Prefill of one prompt of `prompt` tokens at batch 1 (what TTFT is made of in evaluate()): the dense
+// transformer's phases and, separately, the policy's own (summaries, index build, offload).
+struct PrefillCost {
+  double dense_s = 0, policy_s = 0;
+  double seconds() const { return dense_s + policy_s; }
+};
+PrefillCost prefill_cost(const Deployment& d, const Policy& pol, const ParamValues& params, double prompt);
+
 // Decode step time (seconds) with a cache of `context` prompt tokens, for tests and sweeps.
 double decode_step_seconds(const Deployment& d, const Policy& pol, const ParamValues& params,
                            double batch, double context, std::vector<PhaseResult>* phases = nullptr);

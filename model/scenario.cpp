@@ -223,6 +223,7 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
   for (const auto& set : o.sets) apply_set(set, s.policies);
   if (top.has("implementation")) s.implementation = load_implementation(top.map("implementation"));
   s.reproduce = top.node("reproduce");
+  s.serving = top.node("serving");
   top.finish();
   return s;
 }

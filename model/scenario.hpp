@@ -47,6 +47,9 @@ struct Scenario {
   // A `reproduce:` block (published figures, scenarios/papers/) is kept as read; `kvsim plan` ignores
   // it and model/reproduction.* checks it.
   YAML::Node reproduce;
+  // A `serving:` block (requests over time, docs/serving.md) is kept as read too; serve/ reads it for
+  // `kvsim serve` and `kvsim capacity`, and `kvsim plan` ignores it.
+  YAML::Node serving;
 };
 
 // Values given on the command line; each replaces the scenario's field.

@@ -6,7 +6,7 @@
 # `make` with the file, the line, the header and the layers that file may include. tests/ and fuzz/
 # are not checked: they exercise every layer. The table below is the same one CMakeLists.txt links by:
 #
-#   core <- sim <- model <- traces, kernels <- policies <- replay <- sweep <- tools (the CLI)
+#   core <- sim <- model <- traces, kernels <- policies <- replay <- sweep <- serve <- tools (the CLI)
 #                            kernels/validate: model + kernels
 #
 # A folder maps to the layer of its longest matching prefix.
@@ -26,6 +26,7 @@ set(KVSIM_PREFIXES
   "kernels/=kernels"
   "policies/=policies"
   "sweep/=sweep"
+  "serve/=serve"
   "tools/=tools")
 
 # layer -> the layers its files may include (itself included)
@@ -38,7 +39,8 @@ set(ALLOW_validate core sim model kernels validate)
 set(ALLOW_policies core sim model traces kernels policies)
 set(ALLOW_replay   core sim model traces kernels policies replay)
 set(ALLOW_sweep    core sim model traces kernels policies replay sweep)
-set(ALLOW_tools    core sim model traces kernels validate policies replay sweep tools)
+set(ALLOW_serve    core sim model traces kernels policies replay sweep serve)
+set(ALLOW_tools    core sim model traces kernels validate policies replay sweep serve tools)
 
 function(layer_of path out)
   set(layer "")
@@ -58,7 +60,7 @@ endfunction()
 
 file(GLOB_RECURSE files RELATIVE "${ROOT}"
      "${ROOT}/core/*" "${ROOT}/sim/*" "${ROOT}/model/*" "${ROOT}/traces/*" "${ROOT}/kernels/*"
-     "${ROOT}/policies/*" "${ROOT}/sweep/*" "${ROOT}/tools/*")
+     "${ROOT}/policies/*" "${ROOT}/sweep/*" "${ROOT}/serve/*" "${ROOT}/tools/*")
 list(FILTER files INCLUDE REGEX "\\.(cpp|hpp|h|cu|cuh|inc)$")
 
 set(errors "")

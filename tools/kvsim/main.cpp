@@ -23,6 +23,7 @@
 #include "tools/kvsim/replay_cmd.hpp"
 #include "tools/kvsim/study_cmd.hpp"
 #include "tools/kvsim/reproduce_cmd.hpp"
+#include "tools/kvsim/serve_cmd.hpp"
 #include "tools/kvsim/trace_cmd.hpp"
 #include "tools/kvsim/sweep_cmd.hpp"
 #include "tools/kvsim/target_plan_cmd.hpp"
@@ -152,6 +153,7 @@ int main(int argc, char** argv) {
   ReproduceCommand* reproduce_cmd = add_reproduce_command(app);
   ValidateCommand* validate_cmd = add_validate_command(app);
   CalibrateCommand* calibrate_cmd = add_calibrate_command(app);
+  ServeCommands* serve_cmds = add_serve_commands(app);
 
   std::string name, fmt = "table";
   auto add_library_cmd = [&](const char* cmd, const char* what) {
@@ -193,6 +195,7 @@ int main(int argc, char** argv) {
     if (const int rc = run_reproduce_command(*reproduce_cmd); rc >= 0) return rc;
     if (const int rc = run_validate_command(*validate_cmd, argc, argv); rc >= 0) return rc;
     if (const int rc = run_calibrate_command(*calibrate_cmd, argc, argv); rc >= 0) return rc;
+    if (const int rc = run_serve_commands(*serve_cmds); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (cmd_probe->parsed()) {
       std::printf("%s", probe_host_yaml(probe_name, probe_seconds).c_str());

@@ -1,0 +1,45 @@
+// `kvsim capacity`: the fewest GPUs (replicas × tensor parallelism) with which a policy serves a request
+// rate within p99 TTFT and TPOT targets. Each candidate is a full serving simulation (serve.hpp) of the
+// same requests; for each tensor-parallel degree the replica count is found by doubling and then
+// bisection (more replicas never make the p99s worse under either router, so the smallest passing
+// count is well defined).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "serve/serve.hpp"
+
+namespace kvsim::serve {
+
+struct CapacityQuery {
+  double slo_ttft_p99_s = 0, slo_tpot_p99_s = 0;  // 0 = no target on it
+  int max_gpus = 64;
+  std::vector<int> tensor_parallel;  // degrees to try; empty = 1, 2, 4, 8 where the model divides
+};
+
+struct CapacityTrial {
+  int tensor_parallel = 1, replicas = 1;
+  bool meets = false;
+  std::string why;  // what failed: "p99 TTFT 3.1 s > 2 s", "overloaded", "does not fit"
+  ServeSummary summary;
+};
+
+struct CapacityResult {
+  std::string policy;
+  bool found = false;
+  int tensor_parallel = 0, replicas = 0;
+  int gpus() const { return tensor_parallel * replicas; }
+  ServeSummary summary;  // at the answer
+  std::vector<CapacityTrial> trials;
+  std::string reason;    // when not found
+};
+
+// `s`: the scenario (its model, GPU, host, calibration and workload settings); `pc`: the policy and its
+// parameters; `spec`: the serving block; `requests`: the workload at the queried rate.
+CapacityResult find_capacity(const Scenario& s, const PolicyChoice& pc, const ServingSpec& spec,
+                             const std::vector<Request>& requests, const CapacityQuery& q);
+
+// Why a summary misses the query's targets ("" when it meets them).
+std::string capacity_miss(const ServeSummary& s, const CapacityQuery& q);
+
+}  // namespace kvsim::serve

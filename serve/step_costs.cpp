@@ -1,0 +1,136 @@
+#include "serve/step_costs.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/plan.hpp"
+
+namespace kvsim::serve {
+
+namespace {
+constexpr int kExactBatches = 32;
+constexpr double kBatchRatio = 1.0 + 1.0 / 16;
+constexpr double kLengthRatio = 1.0 + 1.0 / 32;
+constexpr double kLengthBase = 16;  // grid index 1; index 0 is 0 tokens
+
+uint64_t key3(int a, int b, int c) { return (uint64_t(a) << 42) | (uint64_t(b) << 21) | uint64_t(c); }
+}  // namespace
+
+double batch_at(int i) {
+  if (i <= kExactBatches) return double(i);
+  return std::round(kExactBatches * std::pow(kBatchRatio, i - kExactBatches));
+}
+
+Cell batch_cell(double b) {
+  b = std::max(b, 1.0);
+  int lo;
+  if (b <= kExactBatches) {
+    lo = int(std::floor(b));
+  } else {
+    lo = kExactBatches + int(std::floor(std::log(b / kExactBatches) / std::log(kBatchRatio)));
+    while (batch_at(lo) > b) --lo;  // rounding of the grid values
+    while (batch_at(lo + 1) <= b) ++lo;
+  }
+  const double a = batch_at(lo), z = batch_at(lo + 1);
+  if (a == b) return {lo, lo, 0};
+  return {lo, lo + 1, (b - a) / (z - a)};
+}
+
+double length_at(int i) { return i == 0 ? 0.0 : kLengthBase * std::pow(kLengthRatio, i - 1); }
+
+Cell length_cell(double x) {
+  if (x <= 0) return {0, 0, 0};
+  int lo = x < kLengthBase ? 0 : 1 + int(std::floor(std::log(x / kLengthBase) / std::log(kLengthRatio)));
+  while (lo > 0 && length_at(lo) > x) --lo;
+  while (length_at(lo + 1) <= x) ++lo;
+  const double a = length_at(lo), z = length_at(lo + 1);
+  if (a == x) return {lo, lo, 0};
+  return {lo, lo + 1, (x - a) / (z - a)};
+}
+
+StepCosts::StepCosts(const Deployment& d, const Policy& pol, const ParamValues& params, int64_t max_prompt)
+    : d_(d), pol_(pol), params_(params), max_prompt_(std::max<int64_t>(1, max_prompt)) {
+  // Capacity: plan_memory's usable bytes less what does not scale with the batch, at the longest prompt
+  // (the prefill workspace grows with it).
+  DesignPoint one{&d, &pol, &params, max_prompt_, 1, 1}, two{&d, &pol, &params, max_prompt_, 1, 2};
+  const MemoryReport a = plan_memory(one, nullptr), b = plan_memory(two, nullptr);
+  hbm_cap_ = a.hbm_usable - (a.hbm_bytes - (b.hbm_bytes - a.hbm_bytes));
+  dram_cap_ = a.dram_usable - (a.dram_bytes - (b.dram_bytes - a.dram_bytes));
+}
+
+double StepCosts::decode_exact(double batch, double prompt, double generated) const {
+  return decode_step(d_, pol_, params_, StepShape{batch, prompt, generated}, false).seconds;
+}
+
+double StepCosts::grid_decode(int ib, int ip, int ig) {
+  const uint64_t k = key3(ib, ip, ig);
+  auto it = decode_.find(k);
+  if (it != decode_.end()) return it->second;
+  ++decode_evals_;
+  const double v = decode_exact(batch_at(ib), length_at(ip), length_at(ig));
+  decode_.emplace(k, v);
+  return v;
+}
+
+double StepCosts::decode(double batch, double prompt, double generated) {
+  const Cell cb = batch_cell(batch), cp = length_cell(prompt), cg = length_cell(generated);
+  double t = 0;
+  for (int i = 0; i < 2; ++i) {
+    const double wb = i ? cb.w : 1 - cb.w;
+    if (wb == 0) continue;
+    for (int j = 0; j < 2; ++j) {
+      const double wp = j ? cp.w : 1 - cp.w;
+      if (wp == 0) continue;
+      for (int k = 0; k < 2; ++k) {
+        const double wg = k ? cg.w : 1 - cg.w;
+        if (wg == 0) continue;
+        t += wb * wp * wg * grid_decode(i ? cb.hi : cb.lo, j ? cp.hi : cp.lo, k ? cg.hi : cg.lo);
+      }
+    }
+  }
+  return t;
+}
+
+double StepCosts::grid_prefill(int ix, bool policy) {
+  const uint64_t k = (uint64_t(ix) << 1) | uint64_t(policy);
+  auto it = prefill_.find(k);
+  if (it != prefill_.end()) return it->second;
+  const double x = length_at(ix);
+  const PrefillCost c = x > 0 ? prefill_cost(d_, pol_, params_, x) : PrefillCost{};
+  prefill_.emplace((uint64_t(ix) << 1), c.dense_s);
+  prefill_.emplace((uint64_t(ix) << 1) | 1, c.policy_s);
+  return policy ? c.policy_s : c.dense_s;
+}
+
+double StepCosts::prefill_chunk(double from, double to) {
+  auto D = [&](double x) {
+    const Cell c = length_cell(x);
+    const double a = grid_prefill(c.lo, false);
+    return c.w == 0 ? a : a + c.w * (grid_prefill(c.hi, false) - a);
+  };
+  return std::max(0.0, D(to) - D(from));
+}
+
+double StepCosts::policy_prefill(double prompt) {
+  const Cell c = length_cell(prompt);
+  const double a = grid_prefill(c.lo, true);
+  return c.w == 0 ? a : a + c.w * (grid_prefill(c.hi, true) - a);
+}
+
+SeqMemory StepCosts::footprint(int64_t prompt, int64_t output, int64_t generated) {
+  const uint64_t k = (uint64_t(prompt) << 32) | uint64_t(output);
+  auto it = memory_.find(k);
+  if (it == memory_.end()) {
+    auto per_seq = [&](int64_t out) {
+      DesignPoint one{&d_, &pol_, &params_, prompt, out, 1}, two{&d_, &pol_, &params_, prompt, out, 2};
+      const MemoryReport a = plan_memory(one, nullptr), b = plan_memory(two, nullptr);
+      return SeqMemory{b.hbm_bytes - a.hbm_bytes, b.dram_bytes - a.dram_bytes};
+    };
+    it = memory_.emplace(k, Ends{per_seq(1), per_seq(std::max<int64_t>(1, output))}).first;
+  }
+  const Ends& e = it->second;
+  const double f = output > 1 ? double(std::clamp<int64_t>(generated - 1, 0, output - 1)) / double(output - 1) : 1.0;
+  return {e.first.hbm + f * (e.last.hbm - e.first.hbm), e.first.dram + f * (e.last.dram - e.first.dram)};
+}
+
+}  // namespace kvsim::serve

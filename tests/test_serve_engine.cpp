@@ -1,0 +1,173 @@
+// The serving engine (serve/): its step-cost tables against the exact model, the closed-loop TPOT
+// against `kvsim plan`, Little's law, overload, preemption, capacity search, determinism and CLI errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "model/library.hpp"
+#include "model/plan.hpp"
+#include "model/scenario.hpp"
+#include "policies/registry.hpp"
+#include "serve/capacity.hpp"
+#include "serve/serve.hpp"
+#include "test_util.hpp"
+
+namespace kvsim {
+namespace {
+
+using namespace serve;
+
+const Scenario& scenario() {
+  static const Scenario s = load_scenario_file(library_dir() + "/serving/default.yaml", policy_catalog());
+  return s;
+}
+const PolicyChoice& choice(const std::string& name) {
+  for (const PolicyChoice& pc : scenario().policies)
+    if (pc.policy->name() == name) return pc;
+  throw std::logic_error("no policy " + name);
+}
+
+std::vector<Request> fixed_requests(int n, int64_t prompt, int64_t output, double gap) {
+  std::vector<Request> r;
+  for (int i = 0; i < n; ++i) r.push_back({i, gap * i, prompt, output});
+  return r;
+}
+
+TEST(ServeEngine, StepTablesStayWithinOnePercentOfTheExactModel) {
+  const Deployment d = make_deployment(scenario());
+  std::mt19937 g(3);
+  for (const char* name : {"full", "ctkvr", "sentencekv", "quest"}) {
+    const PolicyChoice& pc = choice(name);
+    StepCosts c(d, *pc.policy, pc.params, 8192);
+    double worst = 0;
+    for (int i = 0; i < 40; ++i) {
+      const double b = 1 + g() % 200, p = 1000 + g() % 30000, gen = g() % 2000;
+      const double exact = c.decode_exact(b, p, gen), approx = c.decode(b, p, gen);
+      worst = std::max(worst, std::abs(approx / exact - 1));
+    }
+    EXPECT_LT(worst, 0.01) << name << ": interpolated decode step vs exact";
+    // Prefill: the chunks of a prompt add up to its whole prefill (dense part).
+    const double whole = prefill_cost(d, *pc.policy, pc.params, 8192).dense_s;
+    double sum = 0;
+    for (int64_t x = 0; x < 8192; x += 2048) sum += c.prefill_chunk(double(x), double(x + 2048));
+    EXPECT_NEAR(sum / whole, 1.0, 0.01) << name;
+  }
+}
+
+TEST(ServeEngine, ClosedLoopOfIdenticalRequestsReachesThePlannedTpot) {
+  const Deployment d = make_deployment(scenario());
+  for (const char* name : {"full", "ctkvr", "snapkv"}) {
+    const PolicyChoice& pc = choice(name);
+    const int B = 8;
+    const int64_t P = 8192, O = 256;
+    ServingSpec sp;
+    sp.concurrency = B;
+    sp.engine.token_budget = B * P;  // every prompt of a wave prefills in one iteration
+    sp.engine.chunk_tokens = P;
+    const ServeResult r = run_serving(d, *pc.policy, pc.params, sp, fixed_requests(3 * B, P, O, 0), false);
+    ASSERT_EQ(r.summary.finished, 3 * B);
+    EXPECT_EQ(r.summary.preemptions, 0);
+    const DesignPoint dp{&d, pc.policy, &pc.params, P, O, B};
+    const PlanResult plan = evaluate(dp);
+    ASSERT_TRUE(plan.feasible) << plan.reason;
+    EXPECT_NEAR(r.summary.tpot.mean / plan.tpot_s, 1.0, 0.02) << name << ": serve " << r.summary.tpot.mean
+                                                               << " s, plan " << plan.tpot_s << " s";
+    // The first wave's TTFT is the B prompts' prefill in one iteration.
+    EXPECT_GT(r.requests[0].ttft(), plan.ttft_s);
+  }
+}
+
+TEST(ServeEngine, LittlesLawHoldsAndOverloadIsReported) {
+  const Deployment d = make_deployment(scenario());
+  const PolicyChoice& pc = choice("full");
+  ServingSpec sp = read_serving(scenario());
+  sp.workload.requests = 1500;
+  sp.workload.arrivals.rate = 2;
+  const ServeResult ok = run_serving(d, *pc.policy, pc.params, sp, make_requests(sp.workload, 131072), false);
+  EXPECT_FALSE(ok.summary.overloaded) << ok.summary.overload_reason;
+  EXPECT_NEAR(ok.summary.little_l / ok.summary.little_lambda_w, 1.0, 0.05)
+      << "L " << ok.summary.little_l << " vs lambda W " << ok.summary.little_lambda_w;
+  sp.workload.arrivals.rate = 40;  // far past one H100's capacity at 8K prompts
+  const ServeResult over = run_serving(d, *pc.policy, pc.params, sp, make_requests(sp.workload, 131072), false);
+  EXPECT_TRUE(over.summary.overloaded);
+  EXPECT_EQ(over.summary.finished, 1500);  // drained, not hung
+  EXPECT_GT(over.summary.ttft.p99, 10 * ok.summary.ttft.p99);
+}
+
+TEST(ServeEngine, PreemptionWhenMemoryRunsOutRecomputeAndSwap) {
+  Scenario s = scenario();
+  s.workload.hbm_utilization = 0.3;  // ~24 GiB: weights leave room for a few 32K sequences
+  const Deployment d = make_deployment(s);
+  const PolicyChoice& pc = choice("full");
+  for (Preemption mode : {Preemption::recompute, Preemption::swap}) {
+    ServingSpec sp;
+    sp.engine.preemption = mode;
+    // Short prompts admitted together, each growing by 6K generated tokens: their growth overflows.
+    const ServeResult r = run_serving(d, *pc.policy, pc.params, sp, fixed_requests(24, 2048, 6000, 0.01), false);
+    EXPECT_EQ(r.summary.finished, 24) << preemption_name(mode);
+    EXPECT_GT(r.summary.preemptions, 0) << preemption_name(mode);
+    EXPECT_LE(r.summary.hbm_peak, r.summary.hbm_capacity * 1.0001) << preemption_name(mode);
+    if (mode == Preemption::swap) EXPECT_GT(r.summary.swap_bytes, 0);
+  }
+  // A request that cannot fit even alone is rejected, not admitted.
+  ServingSpec sp;
+  const ServeResult big = run_serving(d, *pc.policy, pc.params, sp, fixed_requests(2, 2048, 120000, 1), false);
+  EXPECT_EQ(big.summary.rejected, 2);
+}
+
+TEST(ServeEngine, MoreReplicasServeMoreAndCapacityFindsTheSmallestCount) {
+  const PolicyChoice& pc = choice("full");
+  ServingSpec sp = read_serving(scenario());
+  sp.workload.requests = 600;
+  sp.workload.arrivals.rate = 6;
+  const auto reqs = make_requests(sp.workload, 131072);
+  CapacityQuery q;
+  q.slo_ttft_p99_s = 2;
+  q.slo_tpot_p99_s = 0.05;
+  q.tensor_parallel = {1};
+  q.max_gpus = 16;
+  for (Router router : {Router::round_robin, Router::least_loaded}) {
+    sp.router = router;
+    const CapacityResult c = find_capacity(scenario(), pc, sp, reqs, q);
+    ASSERT_TRUE(c.found) << c.reason;
+    EXPECT_GT(c.replicas, 1) << "6 req/s of 8K prompts overloads one H100";
+    bool below_fails = false;
+    for (const CapacityTrial& t : c.trials) {
+      if (t.replicas >= c.replicas) EXPECT_TRUE(t.meets || t.replicas > c.replicas) << t.why;
+      if (t.replicas == c.replicas - 1) below_fails = !t.meets;
+    }
+    EXPECT_TRUE(below_fails) << "the answer's predecessor was tried and failed";
+    EXPECT_EQ(capacity_miss(c.summary, q), "");
+  }
+}
+
+TEST(ServeEngine, SameSeedGivesByteIdenticalOutputs) {
+  const std::string dir = ::testing::TempDir();
+  auto run = [&](const std::string& tag) {
+    const auto r = test::run_kvsim("serve --policy full --policy ctkvr --requests 300 --format json -o '" + dir +
+                                   "serve_" + tag + ".json' --requests-csv '" + dir + "serve_" + tag + ".csv'");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    return test::read_text(dir + "serve_" + tag + ".json") + test::read_text(dir + "serve_" + tag + ".csv");
+  };
+  const std::string a = run("a"), b = run("b");
+  EXPECT_GT(a.size(), 1000u);
+  EXPECT_EQ(a, b);
+}
+
+TEST(ServeEngine, BadCommandLineValuesAreNamed) {
+  auto r = test::run_kvsim("capacity --policy full --rate 2 --slo-ttft-p99 fast");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--slo-ttft-p99"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fast"), std::string::npos) << r.out;
+  const std::string bad = test::write_temp("serve_bad.yaml", "hardware: h100-sxm\nmodel: llama-3.1-8b\n"
+                                                             "workload:\n  context_tokens: 8192\n"
+                                                             "serving:\n  rate: 2\n  requests: 10\n  token_budgt: 4\n");
+  r = test::run_kvsim("serve '" + bad + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("serving.token_budgt"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(":8:"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace kvsim
