@@ -26,6 +26,11 @@ struct ModelConfig {
   double total_params() const;
   // KV cache bytes per token over all layers: 2 (K and V) * L * Hkv * d * b.
   double kv_bytes_per_token(double bytes_per_elem) const;
+  // Whether `tp` GPUs can split the model: tp divides the query heads and the FFN width, and divides
+  // the KV heads or is a multiple of them (fewer KV heads than GPUs are replicated, as vLLM does).
+  bool splits_over(int tp) const {
+    return tp >= 1 && query_heads % tp == 0 && ffn_hidden % tp == 0 && (kv_heads % tp == 0 || tp % kv_heads == 0);
+  }
 };
 
 // `file` is for error messages; all fields are checked for consistency (H divisible by Hkv, ...).

@@ -182,7 +182,7 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
   // Cross-field checks, each naming the field it blames.
   const int tp = s.workload.tensor_parallel;
   const ModelConfig& m = s.model;
-  if (m.query_heads % tp || m.ffn_hidden % tp || (m.kv_heads % tp && tp % m.kv_heads)) {
+  if (!m.splits_over(tp)) {
     w.fail("tensor_parallel", "value " + std::to_string(tp) + " must divide query_heads (" +
                                   std::to_string(m.query_heads) + ") and ffn_hidden (" +
                                   std::to_string(m.ffn_hidden) + "), and divide or be a multiple of kv_heads (" +

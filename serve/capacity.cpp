@@ -32,22 +32,24 @@ CapacityResult find_capacity(const Scenario& s, const PolicyChoice& pc, const Se
   if (tps.empty()) tps = {1, 2, 4, 8};
   const ModelConfig& m = s.model;
   for (int tp : tps) {
-    if (m.query_heads % tp || m.ffn_hidden % tp || (m.kv_heads % tp && tp % m.kv_heads)) continue;
+    if (!m.splits_over(tp)) continue;
     if (tp > q.max_gpus) continue;
     Scenario st = s;  // the deployment points into it
     st.workload.tensor_parallel = tp;
     const Deployment d = make_deployment(st);
-    std::map<int, CapacityTrial> tried;
+    std::map<int, size_t> tried;  // replicas -> index into res.trials
     auto trial = [&](int replicas) -> const CapacityTrial& {
       auto it = tried.find(replicas);
-      if (it != tried.end()) return it->second;
-      ServingSpec sp = spec;
-      sp.replicas = replicas;
-      const ServeResult r = run_serving(d, *pc.policy, pc.params, sp, requests, false);
-      CapacityTrial t{tp, replicas, false, capacity_miss(r.summary, q), r.summary};
-      t.meets = t.why.empty();
-      res.trials.push_back(t);
-      return tried.emplace(replicas, t).first->second;
+      if (it == tried.end()) {
+        ServingSpec sp = spec;
+        sp.replicas = replicas;
+        const ServeResult r = run_serving(d, *pc.policy, pc.params, sp, requests, false);
+        CapacityTrial t{tp, replicas, false, capacity_miss(r.summary, q), r.summary};
+        t.meets = t.why.empty();
+        res.trials.push_back(t);
+        it = tried.emplace(replicas, res.trials.size() - 1).first;
+      }
+      return res.trials[it->second];
     };
     // Doubling to the first passing count, then bisection between it and the last failing one.
     const int max_replicas = q.max_gpus / tp;
@@ -68,12 +70,11 @@ CapacityResult find_capacity(const Scenario& s, const PolicyChoice& pc, const Se
       if (trial(mid).meets) hi = mid;
       else lo = mid;
     }
-    const CapacityTrial& best = trial(hi);
     if (!res.found || tp * hi < res.gpus() || (tp * hi == res.gpus() && tp < res.tensor_parallel)) {
       res.found = true;
       res.tensor_parallel = tp;
       res.replicas = hi;
-      res.summary = best.summary;
+      res.summary = trial(hi).summary;
     }
   }
   if (!res.found) {

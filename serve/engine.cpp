@@ -26,15 +26,8 @@ void Engine::submit(const Request& r) {
   s.prompt = r.prompt_tokens;
   s.output = r.output_tokens;
   s.to_prefill = r.prompt_tokens;
-  s.first = costs_.footprint(r.prompt_tokens, r.output_tokens, 1);
-  s.last = costs_.footprint(r.prompt_tokens, r.output_tokens, r.output_tokens);
+  s.footprint = costs_.footprint(r.prompt_tokens, r.output_tokens);
   waiting_.push_back(s);
-}
-
-SeqMemory Engine::footprint_of(const Seq& s) const {
-  // Linear between the footprint after the prompt and after the whole output (StepCosts::footprint).
-  const double f = s.output > 1 ? double(std::clamp<int64_t>(s.generated - 1, 0, s.output - 1)) / double(s.output - 1) : 1.0;
-  return {s.first.hbm + f * (s.last.hbm - s.first.hbm), s.first.dram + f * (s.last.dram - s.first.dram)};
 }
 
 void Engine::preempt_last(double& transfer_s) {
@@ -77,11 +70,8 @@ bool Engine::step() {
     }
   budget -= decodes;
   // 2. Prefill chunks of admitted requests, in admission order, then 3. admission from the queue.
-  struct Chunk {
-    size_t seq;
-    int64_t tokens;
-  };
-  std::vector<Chunk> chunks;
+  std::vector<Chunk>& chunks = chunks_;
+  chunks.clear();
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Seq& s = running_[i];
     if (s.prefilled == s.to_prefill) continue;
@@ -95,9 +85,10 @@ bool Engine::step() {
     Seq s = waiting_.front();
     // A readmitted swap brings its KV back; anything else needs room for its prompt's KV (the prefill
     // peak) before it starts.
-    const SeqMemory need = footprint_of(s);
+    const SeqMemory need = s.footprint.at(s.generated, s.output);
     if (!s.swapped && budget <= 0) break;
-    const bool never = s.last.hbm > hbm_cap || s.last.dram > dram_cap;  // even alone, at its full length
+    // Even alone, at its full length, it would not fit.
+    const bool never = s.footprint.last.hbm > hbm_cap || s.footprint.last.dram > dram_cap;
     if (never || hbm_used_ + need.hbm > hbm_cap || dram_used_ + need.dram > dram_cap) {
       if (never || running_.empty()) {
         // Nothing will ever free memory for it: it cannot be served on this deployment.
@@ -143,9 +134,10 @@ bool Engine::step() {
   }
   now_ += seconds;
 
-  // Apply: chunks advance, decodes emit a token; a finished prompt emits its first token.
-  std::vector<char> decoding(running_.size(), 0);
-  for (size_t i = 0; i < running_.size(); ++i) decoding[i] = running_[i].prefilled == running_[i].to_prefill;
+  // Apply: decodes emit a token (before the chunks, which never belong to a decoding request, complete
+  // any prompt); a finished prompt emits its first token.
+  for (Seq& s : running_)
+    if (s.prefilled == s.to_prefill) ++s.generated;
   for (const Chunk& c : chunks) {
     Seq& s = running_[c.seq];
     s.prefilled += c.tokens;
@@ -155,8 +147,6 @@ bool Engine::step() {
       if (r.first_token_s < 0) r.first_token_s = now_;
     }
   }
-  for (size_t i = 0; i < running_.size(); ++i)
-    if (decoding[i]) ++running_[i].generated;
   // Finished requests leave; the others' footprint grows with their tokens.
   size_t kept = 0;
   hbm_used_ = dram_used_ = 0;
@@ -167,7 +157,7 @@ bool Engine::step() {
       ++finished_;
       continue;
     }
-    if (s.prefilled == s.to_prefill) s.held = footprint_of(s);
+    if (s.prefilled == s.to_prefill) s.held = s.footprint.at(s.generated, s.output);
     hbm_used_ += s.held.hbm;
     dram_used_ += s.held.dram;
     running_[kept++] = s;

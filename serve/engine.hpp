@@ -87,11 +87,10 @@ class Engine {
     int64_t prompt = 0, output = 0;
     int64_t to_prefill = 0;    // prompt tokens (plus recomputed ones) this admission must process
     int64_t prefilled = 0, generated = 0;
-    SeqMemory first, last;     // footprint after the prompt and after the whole output
+    Footprint footprint;       // what it holds as it generates (StepCosts::footprint)
     SeqMemory held;            // bytes held now
     bool swapped = false;      // preempted by swap: its KV is in host memory
   };
-  SeqMemory footprint_of(const Seq& s) const;
   void preempt_last(double& transfer_s);
   StepCosts& costs_;
   EngineConfig cfg_;
@@ -105,6 +104,11 @@ class Engine {
   double hbm_used_ = 0, dram_used_ = 0;
   int64_t finished_ = 0;
   double pending_transfer_s_ = 0;  // swap-out time charged to the next iteration
+  struct Chunk {
+    size_t seq;      // index into running_
+    int64_t tokens;
+  };
+  std::vector<Chunk> chunks_;  // this iteration's prefill chunks (reused: step() is the hot path)
 };
 
 }  // namespace kvsim::serve

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "core/quantile.hpp"
 #include "core/yaml_reader.hpp"
 
 namespace kvsim::serve {
@@ -58,15 +59,9 @@ Percentiles percentiles(std::vector<double> v) {
   p.n = int64_t(v.size());
   if (v.empty()) return p;
   std::sort(v.begin(), v.end());
-  auto at = [&](double q) {  // linear interpolation between closest ranks
-    const double x = q * double(v.size() - 1);
-    const size_t i = size_t(std::floor(x));
-    const double f = x - double(i);
-    return i + 1 < v.size() ? v[i] + f * (v[i + 1] - v[i]) : v[i];
-  };
-  p.p50 = at(0.5);
-  p.p90 = at(0.9);
-  p.p99 = at(0.99);
+  p.p50 = interpolated_quantile(v, 0.5);
+  p.p90 = interpolated_quantile(v, 0.9);
+  p.p99 = interpolated_quantile(v, 0.99);
   p.mean = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
   p.max = v.back();
   return p;
@@ -211,10 +206,9 @@ ServeSummary summarize(const std::vector<RequestResult>& reqs, const std::vector
   // Overload: a stable queue has a stationary TTFT; past capacity the queue, and TTFT with it, grows
   // with every arrival. Compare the last quarter of arrivals with the second.
   if (spec.concurrency <= 0 && ttft.size() >= 40) {
-    std::vector<const RequestResult*> done;
+    std::vector<const RequestResult*> done;  // by id, which is arrival order in an open loop
     for (const RequestResult& r : reqs)
       if (!r.rejected && r.finish_s >= 0) done.push_back(&r);
-    std::sort(done.begin(), done.end(), [](auto* a, auto* b) { return a->arrival_s < b->arrival_s; });
     const size_t q = done.size() / 4;
     double q2 = 0, q4 = 0;
     for (size_t i = q; i < 2 * q; ++i) q2 += done[i]->ttft();

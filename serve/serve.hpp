@@ -27,8 +27,8 @@ struct ServingSpec {
   Router router = Router::round_robin;
 };
 
-// The scenario's `serving:` block (defaults when it has none). `deployment` supplies defaults: the
-// chunk size is the workload's prefill_chunk_tokens.
+// The scenario's `serving:` block (defaults when it has none). The chunk size defaults to the
+// workload's prefill_chunk_tokens (capped by the token budget).
 ServingSpec read_serving(const Scenario& s);
 
 struct Percentiles {

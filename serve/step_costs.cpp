@@ -117,20 +117,22 @@ double StepCosts::policy_prefill(double prompt) {
   return c.w == 0 ? a : a + c.w * (grid_prefill(c.hi, true) - a);
 }
 
-SeqMemory StepCosts::footprint(int64_t prompt, int64_t output, int64_t generated) {
+SeqMemory Footprint::at(int64_t generated, int64_t output) const {
+  const double f =
+      output > 1 ? double(std::clamp<int64_t>(generated - 1, 0, output - 1)) / double(output - 1) : 1.0;
+  return {first.hbm + f * (last.hbm - first.hbm), first.dram + f * (last.dram - first.dram)};
+}
+
+const Footprint& StepCosts::footprint(int64_t prompt, int64_t output) {
   const uint64_t k = (uint64_t(prompt) << 32) | uint64_t(output);
   auto it = memory_.find(k);
-  if (it == memory_.end()) {
-    auto per_seq = [&](int64_t out) {
-      DesignPoint one{&d_, &pol_, &params_, prompt, out, 1}, two{&d_, &pol_, &params_, prompt, out, 2};
-      const MemoryReport a = plan_memory(one, nullptr), b = plan_memory(two, nullptr);
-      return SeqMemory{b.hbm_bytes - a.hbm_bytes, b.dram_bytes - a.dram_bytes};
-    };
-    it = memory_.emplace(k, Ends{per_seq(1), per_seq(std::max<int64_t>(1, output))}).first;
-  }
-  const Ends& e = it->second;
-  const double f = output > 1 ? double(std::clamp<int64_t>(generated - 1, 0, output - 1)) / double(output - 1) : 1.0;
-  return {e.first.hbm + f * (e.last.hbm - e.first.hbm), e.first.dram + f * (e.last.dram - e.first.dram)};
+  if (it != memory_.end()) return it->second;
+  auto per_seq = [&](int64_t out) {
+    DesignPoint one{&d_, &pol_, &params_, prompt, out, 1}, two{&d_, &pol_, &params_, prompt, out, 2};
+    const MemoryReport a = plan_memory(one, nullptr), b = plan_memory(two, nullptr);
+    return SeqMemory{b.hbm_bytes - a.hbm_bytes, b.dram_bytes - a.dram_bytes};
+  };
+  return memory_.emplace(k, Footprint{per_seq(1), per_seq(std::max<int64_t>(1, output))}).first->second;
 }
 
 }  // namespace kvsim::serve

@@ -19,10 +19,17 @@
 
 namespace kvsim::serve {
 
-// Memory one sequence holds, per GPU, from plan_memory(): fixed bytes (weights, workspace, the
-// policy's fixed state) and per-sequence bytes at a given length, in HBM and host DRAM.
+// Memory one sequence holds, per GPU, from plan_memory(): the bytes that scale with the batch, in HBM
+// and host DRAM.
 struct SeqMemory {
   double hbm = 0, dram = 0;
+};
+
+// A sequence's footprint after its prompt (and first token) and after its whole output; in between it
+// grows linearly with the tokens generated, as paged KV blocks are allocated token by token.
+struct Footprint {
+  SeqMemory first, last;
+  SeqMemory at(int64_t generated, int64_t output) const;
 };
 
 class StepCosts {
@@ -44,18 +51,14 @@ class StepCosts {
   // Capacity for sequences after weights, workspace and the policy's fixed state (per GPU).
   double hbm_capacity() const { return hbm_cap_; }
   double dram_capacity() const { return dram_cap_; }
-  // A sequence of `prompt` tokens after generating `generated` of its `output` tokens: the bytes it
-  // holds, linear between its footprint after the prompt and after the whole output.
-  SeqMemory footprint(int64_t prompt, int64_t output, int64_t generated);
+  // The footprint of a request of `prompt` and `output` tokens (memoized by the pair).
+  const Footprint& footprint(int64_t prompt, int64_t output);
 
   int64_t decode_evaluations() const { return decode_evals_; }  // exact decode_step() calls made
 
   const Deployment& deployment() const { return d_; }
 
  private:
-  struct Ends {
-    SeqMemory first, last;  // after the prompt (+1 token), after prompt + output
-  };
   double grid_decode(int ib, int ip, int ig);
   double grid_prefill(int ix, bool policy);
   const Deployment& d_;
@@ -65,7 +68,7 @@ class StepCosts {
   double hbm_cap_ = 0, dram_cap_ = 0;
   std::unordered_map<uint64_t, double> decode_;   // key: grid indices
   std::unordered_map<uint64_t, double> prefill_;  // key: grid index, policy bit
-  std::unordered_map<uint64_t, Ends> memory_;     // key: prompt, output
+  std::unordered_map<uint64_t, Footprint> memory_;  // key: prompt, output
   int64_t decode_evals_ = 0;
 };
 

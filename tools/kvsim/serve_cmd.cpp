@@ -46,7 +46,8 @@ void add_common(CLI::App* c, ServeCommands& s) {
   c->add_option("--policy", s.o.policies, "policy name (repeatable; replaces the scenario's list)");
   c->add_option("--set", s.o.sets, "POLICY.PARAM=VALUE (repeatable)");
   c->add_option("--rate", s.rate, "arrival rate, requests/s (replaces serving.rate)")->check(CLI::PositiveNumber);
-  c->add_option("--requests", s.requests, "how many requests (replaces serving.requests)")->check(CLI::PositiveNumber);
+  c->add_option("--requests", s.requests, "how many requests (replaces serving.requests)")
+      ->check(CLI::Range(int64_t(1), int64_t(10'000'000)));
   c->add_option("--router", s.router, "router across replicas")->check(CLI::IsMember({"round_robin", "least_loaded"}));
   c->add_option("--preemption", s.preemption, "when memory runs out")->check(CLI::IsMember({"recompute", "swap"}));
   c->add_option("--format", s.format, "output format")->check(CLI::IsMember({"table", "json"}));
@@ -174,7 +175,7 @@ int run_serve(ServeCommands& c) {
                  r.wall_s > 0 ? double(r.summary.requests) / r.wall_s : 0,
                  r.wall_s > 0 ? double(r.summary.iterations) / r.wall_s : 0);
   }
-  // Entries of the same policy with different parameters get their parameters in the label.
+  // Entries of the same policy (with different parameters) are told apart by their entry index.
   for (size_t a = 0; a < results.size(); ++a)
     for (size_t b = 0; b < results.size(); ++b)
       if (a != b && results[a].label == std::string(l.s.policies[b].policy->name())) {
@@ -203,9 +204,21 @@ int run_capacity(ServeCommands& c) {
   q.slo_tpot_p99_s = parse_duration(c.slo_tpot, "--slo-tpot-p99");
   q.max_gpus = c.max_gpus;
   q.tensor_parallel = c.tp;
-  Loaded l = load(c);
   if (q.slo_ttft_p99_s <= 0 && q.slo_tpot_p99_s <= 0)
     throw_input_error("command line", 0, "--slo-ttft-p99", "give --slo-ttft-p99 and/or --slo-tpot-p99 (e.g. 2s, 50ms)");
+  Loaded l = load(c);
+  if (l.spec.concurrency > 0)
+    throw_input_error(l.s.file, 0, "serving.concurrency",
+                      "value " + std::to_string(l.spec.concurrency) +
+                          ": capacity answers for an arrival rate, and a closed loop has none; allowed: 0 (open loop)");
+  const ModelConfig& m = l.s.model;
+  for (int tp : q.tensor_parallel)
+    if (!m.splits_over(tp))
+      throw_input_error("command line", 0, "--tp",
+                        "value " + std::to_string(tp) + " must divide query_heads (" + std::to_string(m.query_heads) +
+                            ") and ffn_hidden (" + std::to_string(m.ffn_hidden) +
+                            "), and divide or be a multiple of kv_heads (" + std::to_string(m.kv_heads) +
+                            ") of model " + m.name);
   std::vector<CapacityResult> results;
   int i = 0;
   for (const PolicyChoice& pc : l.s.policies) {
@@ -273,7 +286,7 @@ ServeCommands* add_serve_commands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   c->serve->add_option("--requests-csv", c->requests_csv, "write one row per request to FILE");
   c->serve->add_option("--timeline", c->timeline, "write the iterations as a Chrome trace-event JSON (Perfetto)");
-  c->serve->add_option("--series", c->series, "write one row per iteration to FILE (tools/plot/plot.py serve)");
+  c->serve->add_option("--series", c->series, "write one row per iteration to FILE (tools/plot/plot.py queue)");
   c->capacity = app.add_subcommand("capacity", "the fewest GPUs (replicas x TP) per policy that meet p99 SLOs at a rate");
   add_common(c->capacity, *c);
   c->capacity->add_option("--slo-ttft-p99", c->slo_ttft, "p99 TTFT target, e.g. 2s");

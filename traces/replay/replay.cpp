@@ -1,3 +1,4 @@
+#include "core/quantile.hpp"
 #include "traces/replay/replay.hpp"
 
 #include "core/parallel.hpp"
@@ -168,15 +169,9 @@ Summary summarize(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   s.min = v.front();
   s.max = v.back();
-  auto at = [&](double q) {  // linear interpolation between closest ranks
-    const double x = q * double(v.size() - 1);
-    const size_t i = size_t(x);
-    const double f = x - double(i);
-    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : double(v[i]);
-  };
-  s.p10 = at(0.1);
-  s.p50 = at(0.5);
-  s.p90 = at(0.9);
+  s.p10 = interpolated_quantile(v, 0.1);
+  s.p50 = interpolated_quantile(v, 0.5);
+  s.p90 = interpolated_quantile(v, 0.9);
   return s;
 }
 
