@@ -4,6 +4,8 @@
   tools/plot/plot.py pareto  RESULTS.csv -o pareto.png [--x tpot_s] [--y throughput_tok_s] [--where F=V ...]
   tools/plot/plot.py context RESULTS.csv -o tpot.png   [--y tpot_s] [--where F=V ...]
   tools/plot/plot.py phases  RESULTS.csv|PLAN.json -o phases.png [--where F=V ...]
+  tools/plot/plot.py latency REQUESTS.csv -o cdf.png   [--y ttft_s|tpot_s|e2e_s] [--where F=V ...]
+  tools/plot/plot.py queue   SERIES.csv -o queue.png   [--where F=V ...]
 
 pareto:  every feasible point per policy (faint) and its Pareto front (line), the front computed the
          way `kvsim sweep` writes RESULTS.pareto.csv (times and bytes lower is better, throughput and
@@ -13,6 +15,9 @@ context: TPOT (or --y COLUMN) against workload.context_tokens, one line per poli
          narrow them with --where (e.g. --where workload.batch=1).
 phases:  the decode step per policy (and context) as stacked bars of solo roofline time by phase kind, with the step
          time (after overlap) marked; from a sweep (decode_<kind>_s columns) or `kvsim plan --format json`.
+latency: the CDF of one latency per policy (TTFT by default) from `kvsim serve --requests-csv`, with
+         its p50 and p99 marked (docs/serving.md).
+queue:   requests waiting and running over time per policy (and replica) from `kvsim serve --series`.
 
 Runs with Debian's /usr/bin/python3 and python3-matplotlib (`KVSIM_WITH_PLOTS=1 tools/install-deps.sh`), so
 a pyenv or virtualenv python3 earlier on PATH does not hide the Debian package. Standard library otherwise.
@@ -25,13 +30,13 @@ import sys
 
 LOWER_IS_BETTER = {"tpot_s", "ttft_s", "hbm_bytes", "kv_hbm_bytes", "dram_bytes", "error_mean", "decode_serial_s"}
 LABELS = {
-    "tpot_s": "TPOT (ms)", "ttft_s": "TTFT (ms)", "throughput_tok_s": "throughput (tokens/s per GPU)",
+    "tpot_s": "TPOT (ms)", "ttft_s": "TTFT (ms)", "e2e_s": "end-to-end latency (ms)", "throughput_tok_s": "throughput (tokens/s per GPU)",
     "hbm_bytes": "HBM used (GiB)", "kv_hbm_bytes": "KV in HBM (GiB)", "dram_bytes": "host DRAM used (GiB)",
     "recall_mean": "attention-mass recall (mean)", "recall_p10": "attention-mass recall (p10)",
     "topk_recall": "top-k recall", "error_mean": "attention-output error (mean)",
     "workload.context_tokens": "context (tokens)",
 }
-SCALE = {"tpot_s": 1e3, "ttft_s": 1e3, "decode_serial_s": 1e3, "hbm_bytes": 1 / 2**30, "kv_hbm_bytes": 1 / 2**30,
+SCALE = {"tpot_s": 1e3, "ttft_s": 1e3, "e2e_s": 1e3, "decode_serial_s": 1e3, "hbm_bytes": 1 / 2**30, "kv_hbm_bytes": 1 / 2**30,
          "dram_bytes": 1 / 2**30}
 
 
@@ -57,7 +62,7 @@ def read_rows(path, where):
     except OSError as e:
         die(f"{path}: {e.strerror}")
     if rows and "policy" not in rows[0]:
-        die(f"{path}: no policy column: not a kvsim sweep results file")
+        die(f"{path}: no policy column: not a kvsim results file (sweep, serve --requests-csv or --series)")
     for cond in where:
         if "=" not in cond:
             die(f"--where {cond!r}: expected FIELD=VALUE")
@@ -255,10 +260,76 @@ def cmd_phases(a):
     save(plt, fig, a.output)
 
 
+def quantile(v, q):
+    """q-quantile of ascending v, interpolated between the closest ranks (core/quantile.hpp's rule)."""
+    x = q * (len(v) - 1)
+    i = int(x)
+    f = x - i
+    return v[i] * (1 - f) + v[i + 1] * f if i + 1 < len(v) else v[i]
+
+
+def cmd_latency(a):
+    plt = pyplot()
+    rows = [r for r in read_rows(a.input, a.where) if r.get("rejected", "0") == "0"]
+    if rows and a.y not in rows[0]:
+        die(f"{a.input} has no column {a.y!r}: not a `kvsim serve --requests-csv` file")
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for i, (pol, rs) in enumerate(by_policy(rows).items()):
+        v = sorted(x for x in (num(r, a.y) for r in rs) if x is not None and x == x)  # NaN: unfinished
+        if not v:
+            continue
+        n = len(v)
+        color = f"C{i % 10}"
+        p50, p99 = quantile(v, 0.5), quantile(v, 0.99)
+        ax.step(v, [(k + 1) / n for k in range(n)], where="post", color=color,
+                label=f"{pol}: p50 {p50:.4g}, p99 {p99:.4g}")
+        ax.axvline(p99, color=color, ls=":", lw=0.8)
+    ax.set_xlabel(LABELS.get(a.y, a.y))
+    ax.set_ylabel("fraction of requests")
+    ax.set_xscale("log")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    plain_log_ticks(ax)
+    if a.title:
+        ax.set_title(a.title)
+    else:
+        title(ax, f"{a.y} CDF per policy (dotted: p99)", [", ".join(a.where)])
+    save(plt, fig, a.output)
+
+
+def cmd_queue(a):
+    plt = pyplot()
+    rows = read_rows(a.input, a.where)
+    if rows and "waiting" not in rows[0]:
+        die(f"{a.input} has no column 'waiting': not a `kvsim serve --series` file")
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for i, (pol, rs) in enumerate(by_policy(rows).items()):
+        for rep in sorted({r["replica"] for r in rs}, key=int):
+            pts = [(float(r["start_s"]), int(r["waiting"]), int(r["running"])) for r in rs if r["replica"] == rep]
+            label = pol if rep == "0" else None
+            color = f"C{i % 10}"
+            top.plot([p[0] for p in pts], [p[1] for p in pts], lw=0.8, color=color, label=label)
+            bottom.plot([p[0] for p in pts], [p[2] for p in pts], lw=0.8, color=color)
+    top.set_ylabel("waiting requests")
+    bottom.set_ylabel("running (batch)")
+    bottom.set_xlabel("time (s)")
+    for ax in (top, bottom):
+        ax.grid(True, alpha=0.3)
+    top.legend(fontsize=8)
+    if a.logy:
+        top.set_yscale("log")
+    if a.title:
+        top.set_title(a.title)
+    else:
+        title(top, "queue length and batch over time (each replica a line)", [", ".join(a.where)])
+    save(plt, fig, a.output)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name, fn in (("pareto", cmd_pareto), ("context", cmd_context), ("phases", cmd_phases)):
+    for name, fn in (("pareto", cmd_pareto), ("context", cmd_context), ("phases", cmd_phases),
+                     ("latency", cmd_latency), ("queue", cmd_queue)):
         s = sub.add_parser(name)
         s.add_argument("input")
         s.add_argument("-o", "--output", required=True, help="PNG to write")
@@ -272,6 +343,8 @@ def main():
             s.add_argument("--logx", action="store_true")
         if name == "context":
             s.add_argument("--y", default="tpot_s")
+        if name == "latency":
+            s.add_argument("--y", default="ttft_s", choices=["ttft_s", "tpot_s", "e2e_s"])
     a = p.parse_args()
     a.fn(a)
 
