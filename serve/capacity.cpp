@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
+
+#include "core/quantile.hpp"
 
 namespace kvsim::serve {
 
@@ -24,10 +27,59 @@ std::string capacity_miss(const ServeSummary& s, const CapacityQuery& q) {
   return "";
 }
 
-CapacityResult find_capacity(const Scenario& s, const PolicyChoice& pc, const ServingSpec& spec,
-                             const std::vector<Request>& requests, const CapacityQuery& q) {
+namespace {
+
+// The budget under a quality floor: the target search's answer at the workload's median request.
+sweep::TargetAnswer floor_budget(const Scenario& s, const PolicyChoice& pc, const std::vector<Request>& requests,
+                                 const CapacityQuery& q, const sweep::QualityFn& quality,
+                                 std::vector<sweep::Knob>& knobs) {
+  std::vector<double> prompts, outputs;
+  for (const Request& r : requests) {
+    prompts.push_back(double(r.prompt_tokens));
+    outputs.push_back(double(r.output_tokens));
+  }
+  std::sort(prompts.begin(), prompts.end());
+  std::sort(outputs.begin(), outputs.end());
+  const Deployment dep = make_deployment(s);
+  Scenario ideal = s;
+  ideal.calibration = Calibration{};
+  const Deployment bound = make_deployment(ideal);
+  sweep::TargetProblem p;
+  p.deployment = &dep;
+  p.roofline = &bound;
+  p.policy = pc.policy;
+  p.base = pc.params;
+  p.context = int64_t(std::llround(interpolated_quantile(prompts, 0.5)));
+  p.output = std::max<int64_t>(1, std::llround(interpolated_quantile(outputs, 0.5)));
+  p.knobs = knobs = sweep::budget_knobs(*pc.policy, p.context);
+  p.target.kind = sweep::Target::Kind::tpot;
+  p.target.value = q.slo_tpot_p99_s > 0 ? q.slo_tpot_p99_s : 1e9;  // no TPOT target: the most throughput
+  p.target.min_recall = q.min_recall;
+  p.target.max_error = q.max_error;
+  return sweep::plan_target(p, quality);
+}
+
+}  // namespace
+
+CapacityResult find_capacity(const Scenario& s, const PolicyChoice& scenario_choice, const ServingSpec& spec,
+                             const std::vector<Request>& requests, const CapacityQuery& q,
+                             const sweep::QualityFn* quality) {
   CapacityResult res;
-  res.policy = std::string(pc.policy->name());
+  res.policy = std::string(scenario_choice.policy->name());
+  PolicyChoice pc = scenario_choice;
+  if (q.has_quality()) {
+    if (!quality) throw std::logic_error("find_capacity: a quality floor needs a quality function");
+    std::vector<sweep::Knob> knobs;
+    const sweep::TargetAnswer a = floor_budget(s, pc, requests, q, *quality, knobs);
+    if (!a.feasible) {
+      res.reason = a.failure;
+      return res;
+    }
+    pc.params = a.params;
+    res.budget = sweep::knobs_text(*pc.policy, a.params, knobs);
+    res.quality = a.quality;
+  }
+  res.params = pc.params;
   std::vector<int> tps = q.tensor_parallel;
   if (tps.empty()) tps = {1, 2, 4, 8};
   const ModelConfig& m = s.model;

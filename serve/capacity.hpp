@@ -4,10 +4,12 @@
 // bisection (more replicas never make the p99s worse under either router, so the smallest passing
 // count is well defined).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "serve/serve.hpp"
+#include "sweep/target_search.hpp"
 
 namespace kvsim::serve {
 
@@ -15,6 +17,12 @@ struct CapacityQuery {
   double slo_ttft_p99_s = 0, slo_tpot_p99_s = 0;  // 0 = no target on it
   int max_gpus = 64;
   std::vector<int> tensor_parallel;  // degrees to try; empty = 1, 2, 4, 8 where the model divides
+  // A quality floor (measured by replaying a trace): each policy's budget knobs are then searched as
+  // `kvsim plan --target-tpot` searches them (sweep/target_search.hpp) -- the smallest budgets that meet
+  // the floor, and of those the one with the most throughput per GPU at the TPOT target -- at the
+  // workload's median prompt and output. Without a floor, budgets stay at the scenario's.
+  std::optional<double> min_recall, max_error;
+  bool has_quality() const { return min_recall || max_error; }
 };
 
 struct CapacityTrial {
@@ -26,6 +34,9 @@ struct CapacityTrial {
 
 struct CapacityResult {
   std::string policy;
+  ParamValues params;     // the budget used (the scenario's, or the one the quality floor chose)
+  std::string budget;     // its knobs as text, when a quality floor chose it
+  std::optional<sweep::QualityValue> quality;  // its quality on the trace, with a floor
   bool found = false;
   int tensor_parallel = 0, replicas = 0;
   int gpus() const { return tensor_parallel * replicas; }
@@ -35,9 +46,11 @@ struct CapacityResult {
 };
 
 // `s`: the scenario (its model, GPU, host, calibration and workload settings); `pc`: the policy and its
-// parameters; `spec`: the serving block; `requests`: the workload at the queried rate.
+// parameters; `spec`: the serving block; `requests`: the workload at the queried rate; `quality`: the
+// quality of a configuration (needed when q has a floor).
 CapacityResult find_capacity(const Scenario& s, const PolicyChoice& pc, const ServingSpec& spec,
-                             const std::vector<Request>& requests, const CapacityQuery& q);
+                             const std::vector<Request>& requests, const CapacityQuery& q,
+                             const sweep::QualityFn* quality = nullptr);
 
 // Why a summary misses the query's targets ("" when it meets them).
 std::string capacity_miss(const ServeSummary& s, const CapacityQuery& q);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "core/units.hpp"
 #include "traces/format/trace_file.hpp"
 #include "policies/registry.hpp"
@@ -109,6 +110,18 @@ size_t QualityCache::replay(const std::vector<std::pair<const Policy*, ParamValu
 const replay::Quality* QualityCache::find(const Policy* p, const ParamValues& v) const {
   const auto it = cache_.find({std::string(p->name()), v});
   return it == cache_.end() ? nullptr : &it->second;
+}
+
+QualityFn quality_from_trace(QualityCache& cache, const std::string& option) {
+  return [&cache, option](const Policy& p, const ParamValues& v) {
+    if (!replay::has_selector(p.name()))
+      throw_input_error("command line", 0, option, "policy '" + std::string(p.name()) + "' has no trace selector");
+    cache.replay({{&p, v}}, 0);
+    const replay::Quality& q = *cache.find(&p, v);
+    QualityValue qv{q.recall.mean, std::nullopt};
+    if (q.error) qv.error = q.error->mean;
+    return qv;
+  };
 }
 
 }  // namespace kvsim::sweep

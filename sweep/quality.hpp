@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sweep/spec.hpp"
+#include "sweep/target_search.hpp"
 #include "traces/replay/replay.hpp"
 
 namespace kvsim::sweep {
@@ -41,5 +42,10 @@ class QualityCache {
   struct Loaded;
   std::unique_ptr<Loaded> loaded_;  // the trace, read on the first replay
 };
+
+// The quality the target search reads (mean attention-mass recall and output error) of a
+// configuration, replayed once on `cache`'s trace. A policy without a trace selector is an InputError
+// naming `option` (the command-line option that gave the trace).
+QualityFn quality_from_trace(QualityCache& cache, const std::string& option = "--trace");
 
 }  // namespace kvsim::sweep

@@ -19,13 +19,6 @@ std::vector<double> token_grid(int64_t context) {
   return g;
 }
 
-std::string params_text(const Policy& p, const ParamValues& v, const std::vector<Knob>& knobs) {
-  std::string s;
-  for (const Knob& k : knobs)
-    s += (s.empty() ? "" : ", ") + p.params()[size_t(k.param)].name + "=" +
-         param_text(p.params()[size_t(k.param)], v[size_t(k.param)]);
-  return s.empty() ? "the scenario's parameters" : s;
-}
 
 // Resource time of a phase: its roofline with only one resource's work, so the calibration's
 // efficiencies (and gather penalties) apply exactly as they do to the whole phase.
@@ -190,7 +183,7 @@ class Search {
                          std::string(t.min_recall ? "recall >= " + fmt("%g", *t.min_recall) : "") +
                          (t.min_recall && t.max_error ? " and " : "") +
                          (t.max_error ? "output error <= " + fmt("%g", *t.max_error) : "") + " needs " +
-                         params_text(*p_.policy, a.params, p_.knobs);
+                         knobs_text(*p_.policy, a.params, p_.knobs);
     return a;
   }
 
@@ -222,11 +215,19 @@ std::string quality_failure(Search& s, const TargetProblem& p) {
   std::vector<int> top;
   for (const Knob& k : p.knobs) top.push_back(int(k.values.size()) - 1);
   const QualityValue& q = s.quality(top);
-  return "quality: no budget on the grid meets the floor; the largest (" + params_text(*p.policy, s.params_of(top), p.knobs) +
+  return "quality: no budget on the grid meets the floor; the largest (" + knobs_text(*p.policy, s.params_of(top), p.knobs) +
          ") reaches recall " + fmt("%.4f", q.recall) + (q.error ? ", output error " + fmt("%.4f", *q.error) : "");
 }
 
 }  // namespace
+
+std::string knobs_text(const Policy& p, const ParamValues& v, const std::vector<Knob>& knobs, const std::string& none) {
+  std::string s;
+  for (const Knob& k : knobs)
+    s += (s.empty() ? "" : ", ") + p.params()[size_t(k.param)].name + "=" +
+         param_text(p.params()[size_t(k.param)], v[size_t(k.param)]);
+  return s.empty() ? none : s;
+}
 
 std::vector<Knob> budget_knobs(const Policy& p, int64_t context) {
   const std::string_view n = p.name();
@@ -317,7 +318,7 @@ TargetAnswer plan_target(const TargetProblem& p, const QualityFn& qf) {
   for (const auto& c : candidates) {
     const Search::Pick k = s.pick_batch(s.params_of(c), false);
     if (!k.ok) {
-      if (first_failure.empty()) first_failure = k.why + " (at " + params_text(*p.policy, s.params_of(c), p.knobs) + ")";
+      if (first_failure.empty()) first_failure = k.why + " (at " + knobs_text(*p.policy, s.params_of(c), p.knobs) + ")";
       continue;
     }
     if (!best || k.objective > best->second.objective) best = {{c, k}};

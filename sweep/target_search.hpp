@@ -44,6 +44,9 @@ struct Knob {
 };
 // The documented default grid of each policy's budget knobs at a context length (docs/planning.md).
 std::vector<Knob> budget_knobs(const Policy& p, int64_t context);
+// "name=value, ..." of the knobs' parameters in `v`; `none` when there are no knobs.
+std::string knobs_text(const Policy& p, const ParamValues& v, const std::vector<Knob>& knobs,
+                       const std::string& none = "the scenario's parameters");
 
 struct TargetProblem {
   const Deployment* deployment = nullptr;  // calibrated (the scenario's calibration)

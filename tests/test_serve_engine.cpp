@@ -142,6 +142,38 @@ TEST(ServeEngine, MoreReplicasServeMoreAndCapacityFindsTheSmallestCount) {
   }
 }
 
+TEST(ServeEngine, CapacityUnderAQualityFloorUsesTheSmallestBudgetThatMeetsIt) {
+  const PolicyChoice& pc = choice("snapkv");
+  ServingSpec sp = read_serving(scenario());
+  sp.workload.requests = 400;
+  const auto reqs = make_requests(sp.workload, 131072);
+  const int budget = pc.policy->param_index("budget_tokens");
+  ASSERT_GE(budget, 0);
+  int calls = 0;
+  // A stand-in for a trace replay: recall grows with the token budget (8192-token prompts).
+  const sweep::QualityFn quality = [&](const Policy&, const ParamValues& v) {
+    ++calls;
+    return sweep::QualityValue{std::min(1.0, v[size_t(budget)] / 8192.0), std::nullopt};
+  };
+  CapacityQuery q;
+  q.slo_ttft_p99_s = 2;
+  q.slo_tpot_p99_s = 0.05;
+  q.tensor_parallel = {1};
+  q.min_recall = 0.3;  // the budget grid at 8192 is 64, 128, ..., 4096, 8192: 4096 is the smallest >= 2458
+  const CapacityResult c = find_capacity(scenario(), pc, sp, reqs, q, &quality);
+  ASSERT_TRUE(c.found) << c.reason;
+  EXPECT_EQ(c.params[size_t(budget)], 4096);
+  EXPECT_NE(c.budget.find("budget_tokens=4096"), std::string::npos) << c.budget;
+  ASSERT_TRUE(c.quality.has_value());
+  EXPECT_DOUBLE_EQ(c.quality->recall, 0.5);
+  EXPECT_GT(calls, 0);
+  q.min_recall = 1.01;  // no budget reaches it
+  const CapacityResult none = find_capacity(scenario(), pc, sp, reqs, q, &quality);
+  EXPECT_FALSE(none.found);
+  EXPECT_NE(none.reason.find("quality"), std::string::npos) << none.reason;
+  EXPECT_TRUE(none.trials.empty()) << "no serving run without a budget";
+}
+
 TEST(ServeEngine, SameSeedGivesByteIdenticalOutputs) {
   const std::string dir = ::testing::TempDir();
   auto run = [&](const std::string& tag) {
@@ -160,6 +192,10 @@ TEST(ServeEngine, BadCommandLineValuesAreNamed) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("--slo-ttft-p99"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("fast"), std::string::npos) << r.out;
+  r = test::run_kvsim("capacity --policy full --rate 2 --slo-tpot-p99 50ms --min-recall 0.9");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--min-recall"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--trace"), std::string::npos) << r.out;
   const std::string bad = test::write_temp("serve_bad.yaml", "hardware: h100-sxm\nmodel: llama-3.1-8b\n"
                                                              "workload:\n  context_tokens: 8192\n"
                                                              "serving:\n  rate: 2\n  requests: 10\n  token_budgt: 4\n");

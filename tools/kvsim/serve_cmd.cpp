@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.hpp"
@@ -11,6 +12,7 @@
 #include "policies/registry.hpp"
 #include "serve/capacity.hpp"
 #include "serve/serve.hpp"
+#include "sweep/quality.hpp"
 
 namespace kvsim {
 
@@ -26,6 +28,10 @@ struct ServeCommands {
   std::string slo_ttft, slo_tpot;
   int max_gpus = 64;
   std::vector<int> tp;
+  // capacity's quality floor (as `kvsim plan --target-*` takes it)
+  double min_recall = -1, max_error = -1, memory_limit_gib = 8;
+  std::string trace, quality_cache;
+  int64_t trace_max_steps = 0;
 };
 
 namespace {
@@ -219,11 +225,25 @@ int run_capacity(ServeCommands& c) {
                             ") and ffn_hidden (" + std::to_string(m.ffn_hidden) +
                             "), and divide or be a multiple of kv_heads (" + std::to_string(m.kv_heads) +
                             ") of model " + m.name);
+  if (c.min_recall >= 0) q.min_recall = c.min_recall;
+  if (c.max_error >= 0) q.max_error = c.max_error;
+  if (q.has_quality() && c.trace.empty())
+    throw_input_error("command line", 0, c.min_recall >= 0 ? "--min-recall" : "--max-output-error",
+                      "a quality floor needs --trace TRACE (quality comes from replaying it)");
+  if (!c.trace.empty() && !std::filesystem::exists(c.trace))
+    throw_input_error("command line", 0, "--trace", "file '" + c.trace + "' does not exist");
+  sweep::TraceSettings ts;
+  ts.path = c.trace;
+  ts.max_steps = c.trace_max_steps;
+  ts.memory_limit_gib = c.memory_limit_gib;
+  sweep::QualityCache cache(ts);
+  if (!c.quality_cache.empty()) cache.use_file(c.quality_cache);
+  const sweep::QualityFn quality = sweep::quality_from_trace(cache);
   std::vector<CapacityResult> results;
   int i = 0;
   for (const PolicyChoice& pc : l.s.policies) {
     std::fprintf(stderr, "capacity: %s (%d/%zu)...\n", std::string(pc.policy->name()).c_str(), ++i, l.s.policies.size());
-    results.push_back(find_capacity(l.s, pc, l.spec, l.requests, q));
+    results.push_back(find_capacity(l.s, pc, l.spec, l.requests, q, q.has_quality() ? &quality : nullptr));
   }
   if (c.format == "json") {
     json j;
@@ -232,9 +252,18 @@ int run_capacity(ServeCommands& c) {
     j["requests"] = l.requests.size();
     j["slo"] = {{"ttft_p99_s", q.slo_ttft_p99_s}, {"tpot_p99_s", q.slo_tpot_p99_s}};
     j["router"] = router_name(l.spec.router);
+    j["quality_floor"] = {{"min_recall", q.min_recall ? json(*q.min_recall) : json(nullptr)},
+                          {"max_output_error", q.max_error ? json(*q.max_error) : json(nullptr)},
+                          {"trace", c.trace.empty() ? json(nullptr) : json(c.trace)}};
     j["policies"] = json::array();
     for (const CapacityResult& r : results) {
-      json p = {{"policy", r.policy}, {"found", r.found}};
+      json p = {{"policy", r.policy}, {"found", r.found}, {"params", r.params}};
+      if (q.has_quality()) {
+        p["budget"] = r.budget;
+        p["quality"] = r.quality ? json{{"recall", r.quality->recall},
+                                        {"output_error", r.quality->error ? json(*r.quality->error) : json(nullptr)}}
+                                 : json(nullptr);
+      }
       if (r.found) {
         p["gpus"] = r.gpus();
         p["tensor_parallel"] = r.tensor_parallel;
@@ -257,7 +286,12 @@ int run_capacity(ServeCommands& c) {
   std::string t = "capacity at " + num(l.spec.workload.arrivals.rate) + " req/s (" + std::to_string(l.requests.size()) +
                   " requests), p99 TTFT <= " + (q.slo_ttft_p99_s > 0 ? ms(q.slo_ttft_p99_s) + " ms" : "-") +
                   ", p99 TPOT <= " + (q.slo_tpot_p99_s > 0 ? ms(q.slo_tpot_p99_s) + " ms" : "-") + ", router " +
-                  router_name(l.spec.router) + "\n\n";
+                  router_name(l.spec.router) +
+                  (q.has_quality() ? std::string(", quality floor") +
+                                         (q.min_recall ? " recall >= " + num(*q.min_recall) : "") +
+                                         (q.max_error ? " output error <= " + num(*q.max_error) : "") + " on " + c.trace
+                                   : std::string()) +
+                  "\n\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-12s %5s %4s %9s %11s %11s %9s\n", "policy", "GPUs", "TP", "replicas",
                 "TTFT p99 ms", "TPOT p99 ms", "trials");
@@ -270,6 +304,12 @@ int run_capacity(ServeCommands& c) {
     else
       std::snprintf(line, sizeof line, "%-12s %5s  %s\n", r.policy.c_str(), "-", r.reason.c_str());
     t += line;
+    if (q.has_quality() && !r.budget.empty())
+      t += "             budget " + r.budget +
+           (r.quality ? ", recall " + num(r.quality->recall, "%.4f") +
+                            (r.quality->error ? ", output error " + num(*r.quality->error, "%.4f") : "")
+                      : "") +
+           "\n";
   }
   emit(t, c.out);
   return 0;
@@ -293,6 +333,16 @@ ServeCommands* add_serve_commands(CLI::App& app) {
   c->capacity->add_option("--slo-tpot-p99", c->slo_tpot, "p99 TPOT target, e.g. 50ms");
   c->capacity->add_option("--max-gpus", c->max_gpus, "largest GPU count to try")->check(CLI::Range(1, 4096));
   c->capacity->add_option("--tp", c->tp, "tensor-parallel degrees to try (repeatable; default 1 2 4 8)");
+  c->capacity->add_option("--min-recall", c->min_recall, "quality floor: attention-mass recall on --trace")
+      ->check(CLI::Range(0.0, 1.0));
+  c->capacity->add_option("--max-output-error", c->max_error, "quality floor: attention-output relative error on --trace")
+      ->check(CLI::NonNegativeNumber);
+  c->capacity->add_option("--trace", c->trace, "trace whose replay gives each budget's quality");
+  c->capacity->add_option("--trace-max-steps", c->trace_max_steps, "replay only the first N decode rows (0 = all)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+  c->capacity->add_option("--trace-memory-limit", c->memory_limit_gib, "GiB the float32 trace may take (default 8)")
+      ->check(CLI::PositiveNumber);
+  c->capacity->add_option("--quality-cache", c->quality_cache, "JSON file that keeps replayed quality across runs");
   return c;
 }
 

@@ -63,14 +63,6 @@ namespace {
 using json = nlohmann::json;
 using sweep::TargetAnswer;
 
-std::string knobs_text(const Policy& p, const ParamValues& v, const std::vector<sweep::Knob>& knobs) {
-  std::string s;
-  for (const sweep::Knob& k : knobs) {
-    const ParamSpec& spec = p.params()[size_t(k.param)];
-    s += (s.empty() ? "" : ", ") + spec.name + "=" + param_text(spec, v[size_t(k.param)]);
-  }
-  return s.empty() ? "(scenario's)" : s;
-}
 }  // namespace
 
 int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string& format, const std::string& out) {
@@ -127,15 +119,7 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
   if (!t.trace.empty() && !std::filesystem::exists(t.trace))
     throw_input_error("command line", 0, "--trace", "file '" + t.trace + "' does not exist");
   if (!t.quality_cache.empty()) cache.use_file(t.quality_cache);
-  const sweep::QualityFn quality = [&](const Policy& p, const ParamValues& v) {
-    if (!replay::has_selector(p.name()))
-      throw_input_error("command line", 0, "--trace", "policy '" + std::string(p.name()) + "' has no trace selector");
-    cache.replay({{&p, v}}, 0);
-    const replay::Quality& q = *cache.find(&p, v);
-    sweep::QualityValue qv{q.recall.mean, std::nullopt};
-    if (q.error) qv.error = q.error->mean;
-    return qv;
-  };
+  const sweep::QualityFn quality = sweep::quality_from_trace(cache);
   const bool have_trace = !t.trace.empty();
 
   struct Answer {
@@ -234,7 +218,7 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
         continue;
       }
       std::snprintf(buf, sizeof buf, "  %-11s %-34s %6lld %8.3f (%7.3f) %10.1f (%9.1f) %8s %8s\n", name.c_str(),
-                    knobs_text(*a.policy, a.params, an.knobs).c_str(), (long long)a.batch, a.estimate.tpot_s * 1e3,
+                    sweep::knobs_text(*a.policy, a.params, an.knobs, "(scenario's)").c_str(), (long long)a.batch, a.estimate.tpot_s * 1e3,
                     a.roofline.tpot_s * 1e3, a.estimate.throughput_tok_s, a.roofline.throughput_tok_s,
                     a.quality ? fmt("%.4f", a.quality->recall).c_str() : "-",
                     a.quality && a.quality->error ? fmt("%.4f", *a.quality->error).c_str() : "-");
