@@ -89,13 +89,14 @@ CapacityResult find_capacity(const Scenario& s, const PolicyChoice& scenario_cho
     Scenario st = s;  // the deployment points into it
     st.workload.tensor_parallel = tp;
     const Deployment d = make_deployment(st);
+    StepCosts costs(d, *pc.policy, pc.params, max_prompt(requests));  // shared by this degree's trials
     std::map<int, size_t> tried;  // replicas -> index into res.trials
     auto trial = [&](int replicas) -> const CapacityTrial& {
       auto it = tried.find(replicas);
       if (it == tried.end()) {
         ServingSpec sp = spec;
         sp.replicas = replicas;
-        const ServeResult r = run_serving(d, *pc.policy, pc.params, sp, requests, false);
+        const ServeResult r = run_serving(costs, *pc.policy, sp, requests, false);
         CapacityTrial t{tp, replicas, false, capacity_miss(r.summary, q), r.summary};
         t.meets = t.why.empty();
         res.trials.push_back(t);

@@ -79,17 +79,27 @@ int pick(const std::vector<Engine>& engines, Router router, int64_t i) {
 
 }  // namespace
 
+int64_t max_prompt(const std::vector<Request>& requests) {
+  int64_t m = 1;
+  for (const Request& r : requests) m = std::max(m, r.prompt_tokens);
+  return m;
+}
+
 ServeResult run_serving(const Deployment& d, const Policy& pol, const ParamValues& params, const ServingSpec& spec,
+                        const std::vector<Request>& requests, bool record_iterations) {
+  StepCosts costs(d, pol, params, max_prompt(requests));
+  return run_serving(costs, pol, spec, requests, record_iterations);
+}
+
+ServeResult run_serving(StepCosts& costs, const Policy& pol, const ServingSpec& spec,
                         const std::vector<Request>& requests, bool record_iterations) {
   const auto t0 = std::chrono::steady_clock::now();
   ServeResult res;
   res.label = std::string(pol.name());
-  res.tensor_parallel = d.tp;
+  res.tensor_parallel = costs.deployment().tp;
   res.replicas = spec.replicas;
-  int64_t max_prompt = 1;
-  for (const Request& r : requests) max_prompt = std::max(max_prompt, r.prompt_tokens);
+  const int64_t evaluations_before = costs.decode_evaluations();
   // One cost table for all replicas: they are the same deployment.
-  StepCosts costs(d, pol, params, max_prompt);
   EngineConfig cfg = spec.engine;
   cfg.record_iterations = record_iterations;
   std::vector<Engine> engines;
@@ -141,7 +151,7 @@ ServeResult run_serving(const Deployment& d, const Policy& pol, const ParamValue
     if (record_iterations) res.iterations.push_back(e.iterations());
   }
   res.summary = summarize(res.requests, totals, spec, costs.hbm_capacity());
-  res.decode_evaluations = costs.decode_evaluations();
+  res.decode_evaluations = costs.decode_evaluations() - evaluations_before;
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }

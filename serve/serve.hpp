@@ -65,6 +65,12 @@ struct ServeResult {
 // Runs `requests` through spec.replicas engines of deployment `d` under policy `pol`.
 ServeResult run_serving(const Deployment& d, const Policy& pol, const ParamValues& params, const ServingSpec& spec,
                         const std::vector<Request>& requests, bool record_iterations);
+// The same on cost tables the caller keeps (their deployment, policy and parameters): runs that differ
+// only in the workload, the engine or the replicas (capacity's trials) share the exact steps computed.
+ServeResult run_serving(StepCosts& costs, const Policy& pol, const ServingSpec& spec,
+                        const std::vector<Request>& requests, bool record_iterations);
+// The longest prompt of `requests` (what StepCosts sizes the prefill workspace by).
+int64_t max_prompt(const std::vector<Request>& requests);
 
 ServeSummary summarize(const std::vector<RequestResult>& reqs, const std::vector<EngineTotals>& totals,
                        const ServingSpec& spec, double hbm_capacity);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "model/plan.hpp"
 
@@ -14,38 +15,35 @@ constexpr double kLengthRatio = 1.0 + 1.0 / 32;
 constexpr double kLengthBase = 16;  // grid index 1; index 0 is 0 tokens
 
 uint64_t key3(int a, int b, int c) { return (uint64_t(a) << 42) | (uint64_t(b) << 21) | uint64_t(c); }
+
+// The grids' values, computed once: the cell lookups run several times per engine iteration, and
+// pow/log there would cost more than the rest of the iteration.
+std::vector<double> make_grid(Axis axis) {
+  std::vector<double> g = {0};  // index 0: 0 tokens (batches start at index 1)
+  if (axis == Axis::batch) {
+    for (int i = 1; i <= kExactBatches; ++i) g.push_back(double(i));
+    for (int i = kExactBatches + 1; g.back() < double(1 << 24); ++i)
+      g.push_back(std::round(kExactBatches * std::pow(kBatchRatio, i - kExactBatches)));
+  } else {
+    for (int i = 1; g.back() < double(int64_t(1) << 34); ++i) g.push_back(kLengthBase * std::pow(kLengthRatio, i - 1));
+  }
+  return g;
+}
+const std::vector<double>& grid(Axis axis) {
+  static const std::vector<double> batches = make_grid(Axis::batch), lengths = make_grid(Axis::prompt);
+  return axis == Axis::batch ? batches : lengths;
+}
 }  // namespace
 
-double batch_at(int i) {
-  if (i <= kExactBatches) return double(i);
-  return std::round(kExactBatches * std::pow(kBatchRatio, i - kExactBatches));
-}
+double grid_at(Axis axis, int i) { return grid(axis)[size_t(i)]; }
 
-Cell batch_cell(double b) {
-  b = std::max(b, 1.0);
-  int lo;
-  if (b <= kExactBatches) {
-    lo = int(std::floor(b));
-  } else {
-    lo = kExactBatches + int(std::floor(std::log(b / kExactBatches) / std::log(kBatchRatio)));
-    while (batch_at(lo) > b) --lo;  // rounding of the grid values
-    while (batch_at(lo + 1) <= b) ++lo;
-  }
-  const double a = batch_at(lo), z = batch_at(lo + 1);
-  if (a == b) return {lo, lo, 0};
-  return {lo, lo + 1, (b - a) / (z - a)};
-}
-
-double length_at(int i) { return i == 0 ? 0.0 : kLengthBase * std::pow(kLengthRatio, i - 1); }
-
-Cell length_cell(double x) {
-  if (x <= 0) return {0, 0, 0};
-  int lo = x < kLengthBase ? 0 : 1 + int(std::floor(std::log(x / kLengthBase) / std::log(kLengthRatio)));
-  while (lo > 0 && length_at(lo) > x) --lo;
-  while (length_at(lo + 1) <= x) ++lo;
-  const double a = length_at(lo), z = length_at(lo + 1);
-  if (a == x) return {lo, lo, 0};
-  return {lo, lo + 1, (x - a) / (z - a)};
+Cell cell_of(Axis axis, double x) {
+  const std::vector<double>& g = grid(axis);
+  const size_t first = axis == Axis::batch ? 1 : 0;
+  x = std::clamp(x, g[first], g.back());
+  const int lo = int(std::upper_bound(g.begin() + ptrdiff_t(first), g.end(), x) - g.begin()) - 1;
+  if (g[size_t(lo)] == x) return {lo, lo, 0};
+  return {lo, lo + 1, (x - g[size_t(lo)]) / (g[size_t(lo) + 1] - g[size_t(lo)])};
 }
 
 StepCosts::StepCosts(const Deployment& d, const Policy& pol, const ParamValues& params, int64_t max_prompt)
@@ -67,13 +65,14 @@ double StepCosts::grid_decode(int ib, int ip, int ig) {
   auto it = decode_.find(k);
   if (it != decode_.end()) return it->second;
   ++decode_evals_;
-  const double v = decode_exact(batch_at(ib), length_at(ip), length_at(ig));
+  const double v = decode_exact(grid_at(Axis::batch, ib), grid_at(Axis::prompt, ip), grid_at(Axis::generated, ig));
   decode_.emplace(k, v);
   return v;
 }
 
 double StepCosts::decode(double batch, double prompt, double generated) {
-  const Cell cb = batch_cell(batch), cp = length_cell(prompt), cg = length_cell(generated);
+  const Cell cb = cell_of(Axis::batch, batch), cp = cell_of(Axis::prompt, prompt),
+             cg = cell_of(Axis::generated, generated);
   double t = 0;
   for (int i = 0; i < 2; ++i) {
     const double wb = i ? cb.w : 1 - cb.w;
@@ -95,7 +94,7 @@ double StepCosts::grid_prefill(int ix, bool policy) {
   const uint64_t k = (uint64_t(ix) << 1) | uint64_t(policy);
   auto it = prefill_.find(k);
   if (it != prefill_.end()) return it->second;
-  const double x = length_at(ix);
+  const double x = grid_at(Axis::prompt, ix);
   const PrefillCost c = x > 0 ? prefill_cost(d_, pol_, params_, x) : PrefillCost{};
   prefill_.emplace((uint64_t(ix) << 1), c.dense_s);
   prefill_.emplace((uint64_t(ix) << 1) | 1, c.policy_s);
@@ -104,7 +103,7 @@ double StepCosts::grid_prefill(int ix, bool policy) {
 
 double StepCosts::prefill_chunk(double from, double to) {
   auto D = [&](double x) {
-    const Cell c = length_cell(x);
+    const Cell c = cell_of(Axis::prompt, x);
     const double a = grid_prefill(c.lo, false);
     return c.w == 0 ? a : a + c.w * (grid_prefill(c.hi, false) - a);
   };
@@ -112,7 +111,7 @@ double StepCosts::prefill_chunk(double from, double to) {
 }
 
 double StepCosts::policy_prefill(double prompt) {
-  const Cell c = length_cell(prompt);
+  const Cell c = cell_of(Axis::prompt, prompt);
   const double a = grid_prefill(c.lo, true);
   return c.w == 0 ? a : a + c.w * (grid_prefill(c.hi, true) - a);
 }

@@ -7,8 +7,14 @@
 // a grid cell the first time the cell is used and interpolated (multilinearly) inside it. The grid:
 // every batch up to 32, then steps of 1/16 of the batch; prompt and generated tokens on geometric
 // grids of ratio 1 + 1/32. tests/test_serve_engine.cpp bounds the interpolation error against exact
-// decode_step() calls at random points. Prefill is a function of one length and is tabulated the
-// same way.
+// decode_step() calls at random points. Prefill is a function of one length and is tabulated on the
+// same grid.
+//
+// Two policies' steps are not continuous in the prompt length, and no grid follows a step:
+// interpolation averages it, which is what a batch of prompts of different lengths does. SEKV zooms
+// whole spans (§3.3), so its step moves in steps as the prompt grows, with dips a few tokens wide (26 %
+// of the step at batch 164 for prompts 24,562-24,566); CHESS's has a ~1.5 % step. The test bounds their
+// median error; docs/serving.md gives their worst.
 #pragma once
 #include <cstdint>
 #include <unordered_map>
@@ -72,14 +78,13 @@ class StepCosts {
   int64_t decode_evals_ = 0;
 };
 
-// The grids (exposed for tests): a value's cell [lo, hi] as grid indices and the weight of hi.
+// The grids: a value's cell [lo, hi] as grid indices and the weight of hi.
 struct Cell {
   int lo = 0, hi = 0;
   double w = 0;
 };
-Cell batch_cell(double batch);
-double batch_at(int i);
-Cell length_cell(double tokens);  // geometric, ratio 1 + 1/32, index 0 = 0 tokens
-double length_at(int i);
+enum class Axis { batch, prompt, generated };
+Cell cell_of(Axis axis, double x);  // x clamped to the grid's range
+double grid_at(Axis axis, int i);
 
 }  // namespace kvsim::serve

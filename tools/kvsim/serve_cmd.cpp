@@ -1,12 +1,15 @@
 #include "tools/kvsim/serve_cmd.hpp"
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "model/library.hpp"
 #include "model/scenario.hpp"
 #include "policies/registry.hpp"
@@ -169,18 +172,21 @@ int run_serve(ServeCommands& c) {
   Loaded l = load(c);
   const Deployment d = make_deployment(l.s);
   const bool record = !c.timeline.empty() || !c.series.empty();
-  std::vector<ServeResult> results;
-  int i = 0;
-  for (const PolicyChoice& pc : l.s.policies) {
-    std::fprintf(stderr, "serve: %s (%d/%zu), %zu requests...\n", std::string(pc.policy->name()).c_str(), ++i,
-                 l.s.policies.size(), l.requests.size());
-    results.push_back(run_serving(d, *pc.policy, pc.params, l.spec, l.requests, record));
-    const ServeResult& r = results.back();
-    std::fprintf(stderr, "serve: %s: %lld iterations in %.3f s (%.0f requests/s, %.0f iterations/s simulated)\n",
-                 r.label.c_str(), (long long)r.summary.iterations, r.wall_s,
+  // Policies are independent: one per core.
+  const size_t n = l.s.policies.size();
+  std::vector<ServeResult> results(n);
+  std::atomic<int> done{0};
+  std::mutex print;
+  parallel_for(int(n), [&](int i, int) {
+    const PolicyChoice& pc = l.s.policies[size_t(i)];
+    results[size_t(i)] = run_serving(d, *pc.policy, pc.params, l.spec, l.requests, record);
+    const ServeResult& r = results[size_t(i)];
+    std::lock_guard<std::mutex> lock(print);
+    std::fprintf(stderr, "serve: %s (%d/%zu): %zu requests, %lld iterations in %.3f s (%.0f requests/s, %.0f iterations/s)\n",
+                 r.label.c_str(), ++done, n, l.requests.size(), (long long)r.summary.iterations, r.wall_s,
                  r.wall_s > 0 ? double(r.summary.requests) / r.wall_s : 0,
                  r.wall_s > 0 ? double(r.summary.iterations) / r.wall_s : 0);
-  }
+  });
   // Entries of the same policy (with different parameters) are told apart by their entry index.
   for (size_t a = 0; a < results.size(); ++a)
     for (size_t b = 0; b < results.size(); ++b)
@@ -239,12 +245,19 @@ int run_capacity(ServeCommands& c) {
   sweep::QualityCache cache(ts);
   if (!c.quality_cache.empty()) cache.use_file(c.quality_cache);
   const sweep::QualityFn quality = sweep::quality_from_trace(cache);
-  std::vector<CapacityResult> results;
-  int i = 0;
-  for (const PolicyChoice& pc : l.s.policies) {
-    std::fprintf(stderr, "capacity: %s (%d/%zu)...\n", std::string(pc.policy->name()).c_str(), ++i, l.s.policies.size());
-    results.push_back(find_capacity(l.s, pc, l.spec, l.requests, q, q.has_quality() ? &quality : nullptr));
-  }
+  // Policies are independent: one per core, except under a quality floor, whose trace replays share
+  // one cache (and run in parallel themselves).
+  const size_t n = l.s.policies.size();
+  std::vector<CapacityResult> results(n);
+  std::atomic<int> done{0};
+  std::mutex print;
+  parallel_for(int(n), [&](int i, int) {
+    const PolicyChoice& pc = l.s.policies[size_t(i)];
+    results[size_t(i)] = find_capacity(l.s, pc, l.spec, l.requests, q, q.has_quality() ? &quality : nullptr);
+    std::lock_guard<std::mutex> lock(print);
+    std::fprintf(stderr, "capacity: %s (%d/%zu): %zu trials\n", std::string(pc.policy->name()).c_str(), ++done, n,
+                 results[size_t(i)].trials.size());
+  }, q.has_quality() ? 1 : 0);
   if (c.format == "json") {
     json j;
     j["scenario"] = l.s.file;
