@@ -5,6 +5,8 @@
 #include <cmath>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "model/library.hpp"
 #include "model/plan.hpp"
 #include "model/scenario.hpp"
@@ -190,6 +192,36 @@ TEST(ServeEngine, SameSeedGivesByteIdenticalOutputs) {
   const std::string a = run("a"), b = run("b");
   EXPECT_GT(a.size(), 1000u);
   EXPECT_EQ(a, b);
+}
+
+TEST(ServeEngine, ServesAnAzureRequestFileEndToEnd) {
+  std::string csv = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+  for (int i = 0; i < 30; ++i) {
+    char row[96];
+    std::snprintf(row, sizeof row, "2023-11-16 18:15:%02d.5000000,%d,%d\n", 10 + i, 1000 + 100 * i, 20 + i);
+    csv += row;
+  }
+  const std::string file = test::write_temp("serve_azure.csv", csv);
+  const std::string yaml = test::write_temp(
+      "serve_azure.yaml", "hardware: h100-sxm\nmodel: llama-3.1-8b\nworkload:\n  context_tokens: 8192\n"
+                          "serving:\n  arrival: trace\n  trace: '" + file + "'\n  time_scale: 0.5\n");
+  auto r = test::run_kvsim("serve '" + yaml + "' --policy full --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(j["requests"], 30);
+  EXPECT_EQ(j["policies"][0]["finished"], 30);
+  // 29 gaps of 1 s at time_scale 0.5: the last request arrives at 14.5 s, so the run lasts longer.
+  EXPECT_GT(j["policies"][0]["duration_s"].get<double>(), 14.5);
+  // The same file with its rows out of order: the error names the file, the line and the column.
+  const std::string bad = test::write_temp("serve_azure_bad.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                                                  "2023-11-16 18:15:12,100,10\n"
+                                                                  "2023-11-16 18:15:11,100,10\n");
+  const std::string bad_yaml = test::write_temp(
+      "serve_azure_bad.yaml", "hardware: h100-sxm\nmodel: llama-3.1-8b\nworkload:\n  context_tokens: 8192\n"
+                              "serving:\n  arrival: trace\n  trace: '" + bad + "'\n");
+  r = test::run_kvsim("serve '" + bad_yaml + "' --policy full");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(bad + ":3: TIMESTAMP"), std::string::npos) << r.out;
 }
 
 TEST(ServeEngine, BadCommandLineValuesAreNamed) {
