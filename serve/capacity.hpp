@@ -52,6 +52,11 @@ CapacityResult find_capacity(const Scenario& s, const PolicyChoice& pc, const Se
                              const std::vector<Request>& requests, const CapacityQuery& q,
                              const sweep::QualityFn* quality = nullptr);
 
+// One policy's answer as `kvsim capacity --format json` lists it (and the Python module's rows):
+// policy, found, params, the answer's GPUs, TP, replicas and p99s (or the reason), every trial;
+// `quality`: also the budget and its quality.
+nlohmann::json capacity_json(const CapacityResult& r, bool quality);
+
 // Why a summary misses the query's targets ("" when it meets them).
 std::string capacity_miss(const ServeSummary& s, const CapacityQuery& q);
 

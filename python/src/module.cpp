@@ -199,20 +199,7 @@ std::string capacity(const std::string& text, const std::string& name, const std
   q.tensor_parallel = tp;
   json out = json::array();
   for (const PolicyChoice& pc : s.policies) {
-    const serve::CapacityResult r = serve::find_capacity(s, pc, spec, reqs, q);
-    json e = {{"policy", r.policy}, {"found", r.found}};
-    if (r.found) {
-      e["gpus"] = r.gpus();
-      e["tensor_parallel"] = r.tensor_parallel;
-      e["replicas"] = r.replicas;
-      e["ttft_p99_s"] = r.summary.ttft.p99;
-      e["tpot_p99_s"] = r.summary.tpot.p99;
-      e["goodput_rate"] = r.summary.goodput_rate;
-    } else {
-      e["reason"] = r.reason;
-    }
-    e["trials"] = r.trials.size();
-    out.push_back(e);
+    out.push_back(serve::capacity_json(serve::find_capacity(s, pc, spec, reqs, q), false));
   }
   return out.dump();
 }

@@ -270,28 +270,7 @@ int run_capacity(ServeCommands& c) {
                           {"trace", c.trace.empty() ? json(nullptr) : json(c.trace)}};
     j["policies"] = json::array();
     for (const CapacityResult& r : results) {
-      json p = {{"policy", r.policy}, {"found", r.found}, {"params", r.params}};
-      if (q.has_quality()) {
-        p["budget"] = r.budget;
-        p["quality"] = r.quality ? json{{"recall", r.quality->recall},
-                                        {"output_error", r.quality->error ? json(*r.quality->error) : json(nullptr)}}
-                                 : json(nullptr);
-      }
-      if (r.found) {
-        p["gpus"] = r.gpus();
-        p["tensor_parallel"] = r.tensor_parallel;
-        p["replicas"] = r.replicas;
-        p["ttft_p99_s"] = r.summary.ttft.p99;
-        p["tpot_p99_s"] = r.summary.tpot.p99;
-        p["goodput_rate"] = r.summary.goodput_rate;
-      } else {
-        p["reason"] = r.reason;
-      }
-      p["trials"] = json::array();
-      for (const CapacityTrial& t : r.trials)
-        p["trials"].push_back({{"tensor_parallel", t.tensor_parallel}, {"replicas", t.replicas}, {"meets", t.meets},
-                               {"why", t.why}, {"ttft_p99_s", t.summary.ttft.p99}, {"tpot_p99_s", t.summary.tpot.p99}});
-      j["policies"].push_back(p);
+      j["policies"].push_back(capacity_json(r, q.has_quality()));
     }
     emit(j.dump(2) + "\n", c.out);
     return 0;
