@@ -108,12 +108,20 @@ def plan_frame(scenario=None, policies=None, set=None):
     return _frame(_call(_kvsim.plan, s.text, s.name, _list(policies), _list(set))[1])
 
 
-def target_plan(scenario=None, tpot_ms=None, throughput=None, policies=None, set=None):
-    """`kvsim plan --target-tpot MS` or `--target-throughput TOK_S` (budgets at the scenario's): per
-    policy and context the batch that meets the target best, as a list of dicts."""
+def _floor(trace, min_recall, max_output_error):
+    return ("" if trace is None else os.fspath(trace), -1.0 if min_recall is None else float(min_recall),
+            -1.0 if max_output_error is None else float(max_output_error))
+
+
+def target_plan(scenario=None, tpot_ms=None, throughput=None, policies=None, set=None, trace=None, min_recall=None,
+                max_output_error=None):
+    """`kvsim plan --target-tpot MS` or `--target-throughput TOK_S`: per policy and context the budget and
+    batch that meet the target best, as a list of dicts. With a quality floor (min_recall and/or
+    max_output_error, measured by replaying `trace`) the policies' budget knobs are searched; without
+    one the budgets stay at the scenario's."""
     s = load_scenario(scenario)
     return json.loads(_call(_kvsim.target_plan, s.text, s.name, _list(policies), _list(set), float(tpot_ms or 0),
-                            float(throughput or 0)))
+                            float(throughput or 0), *_floor(trace, min_recall, max_output_error)))
 
 
 def _sweep_shard(text, name, index, count):
@@ -150,17 +158,19 @@ def serve(scenario=None, policies=None, set=None, rate=None, requests=None, repl
     return {"summary": json.loads(summary), "requests": _frame(csv)}
 
 
-def _capacity_one(text, name, policy, set, rate, requests, ttft, tpot, max_gpus, tp):
-    return json.loads(_call(_kvsim.capacity, text, name, [policy], set, rate, requests, ttft, tpot, max_gpus, tp))
+def _capacity_one(text, name, policy, set, *args):
+    return json.loads(_call(_kvsim.capacity, text, name, [policy], set, *args))
 
 
 def capacity(scenario=None, rate=None, slo_ttft_p99=None, slo_tpot_p99=None, policies=None, set=None,
-             requests=None, max_gpus=64, tensor_parallel=None, executor="local"):
+             requests=None, max_gpus=64, tensor_parallel=None, executor="local", trace=None, min_recall=None,
+             max_output_error=None):
     """`kvsim capacity`: per policy the fewest GPUs (replicas x TP) meeting the p99 SLOs (seconds) at
-    `rate`, as a DataFrame. executor="ray" searches the policies as parallel Ray tasks (same rows)."""
+    `rate`, as a DataFrame. A quality floor (min_recall, max_output_error on `trace`) searches the
+    budgets as target_plan does. executor="ray" searches the policies as parallel Ray tasks (same rows)."""
     s = load_scenario(scenario, default="serving/default.yaml")
     args = (float(rate or 0), int(requests or 0), float(slo_ttft_p99 or 0), float(slo_tpot_p99 or 0),
-            int(max_gpus), [int(t) for t in _list(tensor_parallel)])
+            int(max_gpus), [int(t) for t in _list(tensor_parallel)], *_floor(trace, min_recall, max_output_error))
     if executor == "local":
         rows = json.loads(_call(_kvsim.capacity, s.text, s.name, _list(policies), _list(set), *args))
     elif executor == "ray":

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -25,6 +27,7 @@
 #include "serve/capacity.hpp"
 #include "serve/serve.hpp"
 #include "sweep/pareto.hpp"
+#include "sweep/quality.hpp"
 #include "sweep/result_store.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/spec.hpp"
@@ -61,8 +64,31 @@ std::pair<std::string, std::string> plan(const std::string& text, const std::str
 
 // `kvsim plan --target-tpot MS` / `--target-throughput X` without a quality floor: per policy and
 // context the batch with the most throughput at TPOT <= target (or the lowest TPOT at >= throughput).
+// A quality floor's pieces: the target with its floor, and the trace replays behind it (none without a trace).
+struct Floor {
+  std::optional<double> min_recall, max_error;
+  std::unique_ptr<sweep::QualityCache> cache;
+  sweep::QualityFn fn;
+  bool any() const { return min_recall || max_error; }
+};
+Floor floor_of(const std::string& trace, double min_recall, double max_error, const char* who) {
+  Floor f;
+  if (min_recall >= 0) f.min_recall = min_recall;
+  if (max_error >= 0) f.max_error = max_error;
+  if (f.any() && trace.empty())
+    throw_input_error(who, 0, "trace", "a quality floor (min_recall, max_output_error) needs a trace to replay");
+  if (!trace.empty() && !std::filesystem::exists(trace))
+    throw_input_error(who, 0, "trace", "file '" + trace + "' does not exist");
+  sweep::TraceSettings ts;
+  ts.path = trace;
+  f.cache = std::make_unique<sweep::QualityCache>(ts);
+  f.fn = sweep::quality_from_trace(*f.cache, "trace");
+  return f;
+}
+
 std::string target_plan(const std::string& text, const std::string& name, const std::vector<std::string>& policies,
-                        const std::vector<std::string>& sets, double tpot_ms, double throughput) {
+                        const std::vector<std::string>& sets, double tpot_ms, double throughput,
+                        const std::string& trace, double min_recall, double max_error) {
   if ((tpot_ms > 0) == (throughput > 0))
     throw_input_error("target_plan", 0, "tpot_ms", "give exactly one of tpot_ms and throughput (both > 0)");
   const Scenario s = scenario_from(text, name, policies, sets);
@@ -70,7 +96,7 @@ std::string target_plan(const std::string& text, const std::string& name, const 
   Scenario ideal = s;
   ideal.calibration = Calibration{};
   const Deployment bound = make_deployment(ideal);
-  const sweep::QualityFn none = [](const Policy&, const ParamValues&) { return sweep::QualityValue{}; };
+  const Floor floor = floor_of(trace, min_recall, max_error, "target_plan");
   json out = json::array();
   for (int64_t ctx : s.workload.context_tokens)
     for (const PolicyChoice& pc : s.policies) {
@@ -83,7 +109,10 @@ std::string target_plan(const std::string& text, const std::string& name, const 
       p.output = s.workload.output_tokens;
       p.target.kind = tpot_ms > 0 ? sweep::Target::Kind::tpot : sweep::Target::Kind::throughput;
       p.target.value = tpot_ms > 0 ? tpot_ms * 1e-3 : throughput;
-      const sweep::TargetAnswer a = sweep::plan_target(p, none);
+      p.target.min_recall = floor.min_recall;
+      p.target.max_error = floor.max_error;
+      if (floor.any()) p.knobs = sweep::budget_knobs(*pc.policy, ctx);
+      const sweep::TargetAnswer a = sweep::plan_target(p, floor.fn);
       json e = {{"policy", std::string(pc.policy->name())}, {"context_tokens", ctx}, {"feasible", a.feasible}};
       if (a.feasible) {
         e["params"] = params_json(*pc.policy, a.params);
@@ -91,6 +120,9 @@ std::string target_plan(const std::string& text, const std::string& name, const 
         e["tpot_s"] = a.estimate.tpot_s;
         e["throughput_tok_s"] = a.estimate.throughput_tok_s;
         e["binding"] = a.binding;
+        if (a.quality)
+          e["quality"] = {{"recall", a.quality->recall},
+                          {"output_error", a.quality->error ? json(*a.quality->error) : json(nullptr)}};
       } else {
         e["failure"] = a.failure;
       }
@@ -182,7 +214,8 @@ std::pair<std::string, std::string> serve_run(const std::string& text, const std
 // `kvsim capacity` (no quality floor): JSON.
 std::string capacity(const std::string& text, const std::string& name, const std::vector<std::string>& policies,
                      const std::vector<std::string>& sets, double rate, int64_t requests, double slo_ttft_p99_s,
-                     double slo_tpot_p99_s, int max_gpus, const std::vector<int>& tp) {
+                     double slo_tpot_p99_s, int max_gpus, const std::vector<int>& tp, const std::string& trace,
+                     double min_recall, double max_error) {
   if (slo_ttft_p99_s <= 0 && slo_tpot_p99_s <= 0)
     throw_input_error("capacity", 0, "slo_ttft_p99_s", "give slo_ttft_p99_s and/or slo_tpot_p99_s (seconds, > 0)");
   const Scenario s = scenario_from(text, name, policies, sets);
@@ -197,10 +230,13 @@ std::string capacity(const std::string& text, const std::string& name, const std
   q.slo_tpot_p99_s = slo_tpot_p99_s;
   q.max_gpus = max_gpus;
   q.tensor_parallel = tp;
+  const Floor floor = floor_of(trace, min_recall, max_error, "capacity");
+  q.min_recall = floor.min_recall;
+  q.max_error = floor.max_error;
   json out = json::array();
-  for (const PolicyChoice& pc : s.policies) {
-    out.push_back(serve::capacity_json(serve::find_capacity(s, pc, spec, reqs, q), false));
-  }
+  for (const PolicyChoice& pc : s.policies)
+    out.push_back(serve::capacity_json(serve::find_capacity(s, pc, spec, reqs, q, q.has_quality() ? &floor.fn : nullptr),
+                                       q.has_quality()));
   return out.dump();
 }
 
@@ -274,4 +310,6 @@ PYBIND11_MODULE(_kvsim, m) {
   m.def("replay", &replay_run, nogil);
   m.def("reproduce", &reproduce_rows, nogil);
   m.def("trace_info", &trace_info, nogil);
+  // For the tests: whether a function registered with the same guard runs holding the GIL (it must not).
+  m.def("_gil_held_inside", [] { return PyGILState_Check() != 0; }, nogil);
 }

@@ -71,6 +71,12 @@ class Plan(unittest.TestCase):
                 self.assertLessEqual(r["tpot_s"], 0.030)
 
 
+class Gil(unittest.TestCase):
+    def test_library_calls_run_without_the_gil(self):
+        # Every function is registered with the same release guard as this probe.
+        self.assertFalse(kvsim._kvsim._gil_held_inside())
+
+
 class Errors(unittest.TestCase):
     def test_input_errors_carry_file_line_field_value_and_allowed(self):
         with self.assertRaises(kvsim.InputError) as e:
@@ -131,6 +137,46 @@ class ServeAndSweep(unittest.TestCase):
         rows = kvsim.reproduce()
         self.assertGreater(len(rows), 100)
         self.assertTrue({"paper", "published", "predicted", "relative_error"} <= set(rows.columns))
+
+
+@unittest.skipUnless(have("pandas"), "pandas is not installed")
+class ReplayAndTraces(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.trace = os.path.join(cls.dir.name, "tiny.safetensors")
+        cli("trace", "gen", "--preset", "tiny", "-o", cls.trace)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_trace_info_equals_the_cli(self):
+        self.assertEqual(kvsim.trace_info(self.trace), json.loads(cli("trace", "info", self.trace, "--format", "json")))
+
+    def test_capacity_under_a_quality_floor_equals_the_cli(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "s.yaml")
+            with open(path, "w") as f:
+                json.dump(SMALL_SERVING, f)
+            want = json.loads(cli("capacity", path, "--policy", "snapkv", "--rate", "4", "--slo-ttft-p99", "2s",
+                                  "--slo-tpot-p99", "50ms", "--tp", "1", "--trace", self.trace, "--min-recall", "0.8",
+                                  "--format", "json"))["policies"]
+            got = kvsim.capacity(path, rate=4, slo_ttft_p99=2, slo_tpot_p99=0.05, policies="snapkv",
+                                 tensor_parallel=[1], trace=self.trace, min_recall=0.8)
+        self.assertEqual(got.to_dict("records"), want)
+        self.assertIn("budget_tokens=", want[0]["budget"])
+        self.assertGreaterEqual(want[0]["quality"]["recall"], 0.8)
+
+    def test_replay_equals_the_cli(self):
+        import pandas
+        args = ["--policy", "snapkv", "--policy", "quest", "--max-steps", "16", "--threads", "1"]
+        got = kvsim.replay(self.trace, policies=["snapkv", "quest"], max_steps=16, threads=1)
+        want_rows = pandas.read_csv(io.StringIO(cli("replay", self.trace, *args, "--format", "csv")))
+        pandas.testing.assert_frame_equal(got["rows"], want_rows)
+        want = json.loads(cli("replay", self.trace, *args, "--format", "json"))
+        for p, q in zip(got["report"]["policies"], want["policies"]):
+            self.assertEqual(p["quality"], q["quality"])
 
 
 @unittest.skipUnless(have("ray") and have("pandas"), "ray is not installed (make python-test installs it)")
