@@ -10,10 +10,17 @@
 #include <string_view>
 #include <vector>
 
+#include "model/budget_knob.hpp"
 #include "model/deployment.hpp"
 #include "model/transformer.hpp"
 
 namespace kvsim {
+
+// How a statistic measured on a trace carries over to this parameter at the scenario's context (replay,
+// apply_statistics): as it was measured (a rate, a ratio, a shape of the text such as a mean sentence
+// length), or scaled by the scenario's context over the trace's (a count of tokens that grows with the
+// context). Declared per parameter, in the policy's parameter table.
+enum class CarryRule { as_is, scale_context };
 
 struct ParamSpec {
   std::string name;
@@ -23,6 +30,7 @@ struct ParamSpec {
   std::string doc;  // meaning, unit and the seed section the default comes from
   // A parameter with choices is written as one of these words; its value is the word's index.
   std::vector<std::string> choices = {};
+  CarryRule carry = CarryRule::as_is;  // set from the table row (model/param_table.hpp)
 };
 
 // The shape of one decode step: `batch` sequences whose prompts had `prompt` tokens and which have
@@ -52,6 +60,10 @@ class Policy {
   virtual std::string_view name() const = 0;
   virtual std::string_view summary() const = 0;
   virtual const std::vector<ParamSpec>& params() const = 0;
+  // The budget knobs the target search and capacity planning walk (model/budget_knob.hpp), declared in
+  // the policy's parameter table; empty for a policy without a budget (full attention). Pure virtual so
+  // that a new policy says which knobs it has rather than silently having none.
+  virtual const std::vector<BudgetKnob>& budget_knobs() const = 0;
 
   virtual MemoryDemand memory(const Deployment& d, const ParamValues& p, double prompt,
                               double output) const = 0;

@@ -1,5 +1,7 @@
 #include "model/report.hpp"
 
+#include "core/csv.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -55,13 +57,6 @@ void index_line(std::ostream& o, const PlanResult& r) {
 }
 
 }  // namespace
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 
 nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& results) {
   using nlohmann::json;

@@ -17,7 +17,5 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
 nlohmann::json params_json(const Policy& policy, const ParamValues& values);
 std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results);
 std::string plan_csv(const Scenario& s, const std::vector<PlanResult>& results);
-// One CSV field, quoted when it holds a comma, quote or newline (RFC 4180).
-std::string csv_field(const std::string& s);
 
 }  // namespace kvsim

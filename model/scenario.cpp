@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "model/library.hpp"
+#include "model/policy_setting.hpp"
 
 namespace kvsim {
 
@@ -110,6 +111,33 @@ PolicyChoice parse_policy(const YAML::Node& n, const std::string& file, const st
   }
   return c;
 }
+
+// The scenario's `policies:` list (every policy at its defaults when absent), or --policy's names in its
+// place: each at its defaults, or, with Overrides::keep_scenario_params, at the parameters the
+// scenario's list gives it (the last entry naming it) when the list has it.
+std::vector<PolicyChoice> load_policies(YamlMap& top, const std::string& file, const PolicyCatalog& catalog,
+                                        const Overrides& o) {
+  std::vector<PolicyChoice> own;
+  YAML::Node pl = top.node("policies");
+  const bool read_own = o.policies.empty() || o.keep_scenario_params;
+  if (read_own && !pl) {
+    for (const Policy* p : catalog.policies) own.push_back({p, p->defaults()});
+  } else if (read_own && (!pl.IsSequence() || pl.size() == 0)) {
+    top.fail("policies", "expected a non-empty list of policies (names or {name: ..., param: value})");
+  } else if (read_own) {
+    for (size_t i = 0; i < pl.size(); ++i)
+      own.push_back(parse_policy(pl[i], file, "policies[" + std::to_string(i) + "]", catalog));
+  }
+  if (o.policies.empty()) return own;
+  std::vector<PolicyChoice> chosen;
+  for (const auto& p : o.policies) {
+    PolicyChoice c = parse_policy(YAML::Node(p), kCommandLine, "--policy", catalog);
+    for (const PolicyChoice& oc : own)
+      if (oc.policy == c.policy) c.params = oc.params;
+    chosen.push_back(std::move(c));
+  }
+  return chosen;
+}
 }  // namespace
 
 Scenario load_scenario_file(const std::string& path, const PolicyCatalog& catalog, const Overrides& o) {
@@ -205,21 +233,7 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
   }
   w.finish();
 
-  // Policies: a list of names or {name, params...}; --policy replaces the list.
-  if (!o.policies.empty()) {
-    top.node("policies");
-    for (const auto& p : o.policies) s.policies.push_back(parse_policy(YAML::Node(p), kCommandLine, "--policy", catalog));
-  } else {
-    YAML::Node pl = top.node("policies");
-    if (!pl) {
-      for (const Policy* p : catalog.policies) s.policies.push_back({p, p->defaults()});
-    } else if (!pl.IsSequence() || pl.size() == 0) {
-      top.fail("policies", "expected a non-empty list of policies (names or {name: ..., param: value})");
-    } else {
-      for (size_t i = 0; i < pl.size(); ++i)
-        s.policies.push_back(parse_policy(pl[i], file, "policies[" + std::to_string(i) + "]", catalog));
-    }
-  }
+  s.policies = load_policies(top, file, catalog, o);
   for (const auto& set : o.sets) apply_set(set, s.policies);
   if (top.has("implementation")) s.implementation = load_implementation(top.map("implementation"));
   s.reproduce = top.node("reproduce");
@@ -229,31 +243,19 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
 }
 
 void apply_set(const std::string& s, std::vector<PolicyChoice>& policies) {
-  const auto dot = s.find('.');
-  const auto eq = s.find('=');
-  if (dot == std::string::npos || eq == std::string::npos || eq < dot) {
-    throw_input_error(kCommandLine, 0, "--set", "'" + s + "' is not of the form POLICY.PARAM=VALUE");
-  }
-  const std::string pname = s.substr(0, dot), param = s.substr(dot + 1, eq - dot - 1), value = s.substr(eq + 1);
+  const PolicySetting set = parse_policy_setting(s, "--set", "POLICY.PARAM=VALUE");
   bool found = false;
   for (auto& c : policies) {
-    if (c.policy->name() != pname) continue;
+    if (c.policy->name() != set.policy) continue;
     found = true;
-    const int i = c.policy->param_index(param);
-    if (i < 0) {
-      std::vector<std::string> names;
-      for (const auto& ps : c.policy->params()) names.push_back(ps.name);
-      throw_input_error(kCommandLine, 0, "--set",
-                        "policy '" + pname + "' has no parameter '" + param + "'" + suggestion(param, names) +
-                            "; its parameters: " + join(names));
-    }
-    const ParamSpec& spec = c.policy->params()[size_t(i)];
-    YamlMap vm = cli_map(param, value);
-    c.params[size_t(i)] = read_param(vm, spec);
+    const int i = setting_param_index(*c.policy, set.param, "--set");
+    YamlMap vm = cli_map(set.param, set.value);
+    c.params[size_t(i)] = read_param(vm, c.policy->params()[size_t(i)]);
   }
   if (!found) {
     throw_input_error(kCommandLine, 0, "--set",
-                      "policy '" + pname + "' is not among this run's policies (add it with --policy " + pname + ")");
+                      "policy '" + set.policy + "' is not among this run's policies (add it with --policy " +
+                          set.policy + ")");
   }
 }
 

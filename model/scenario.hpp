@@ -56,13 +56,17 @@ struct Scenario {
 struct Overrides {
   std::optional<std::string> hardware, host, model, calibration, context, output, batch;
   std::vector<std::string> policies;  // replaces the list when non-empty
+  // With `policies`: a policy the scenario's own list names keeps the parameters the list gives it,
+  // instead of its defaults (replay: the scenario says how each policy is set, --policy only narrows
+  // which ones run). The --set values apply on top either way.
+  bool keep_scenario_params = false;
   std::vector<std::string> sets;      // "POLICY.PARAM=VALUE"
 };
 
 // Policy names resolve in `catalog` (the built-in table is policies/registry.hpp's policy_catalog()).
 Scenario load_scenario_file(const std::string& path, const PolicyCatalog& catalog, const Overrides& o = {});
-// Applies one "POLICY.PARAM=VALUE" (a --set) to the matching entries of `policies`; throws InputError
-// naming --set, the value and what is allowed.
+// Applies one "POLICY.PARAM=VALUE" (a --set, parsed by model/policy_setting.hpp) to the matching
+// entries of `policies`; throws InputError naming --set, the value and what is allowed.
 void apply_set(const std::string& set, std::vector<PolicyChoice>& policies);
 Scenario load_scenario(const YAML::Node& doc, const std::string& file, const PolicyCatalog& catalog,
                        const Overrides& o = {});

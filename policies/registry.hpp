@@ -1,12 +1,15 @@
-// The registry: one table (policies/registry.cpp) that maps each policy's name to its two faces, the
-// cost model and the trace selector. Everything that resolves a policy by name goes through here: the
-// scenario loader (through policy_catalog()), `kvsim policy`, replay, sweeps.
+// The registry: one table (policy_table(): policies/builtin.hpp's lines, linked in by policies/table.cpp)
+// that maps each policy's name to its faces: the cost model, the trace selector and the replay's budget
+// axis. Everything that resolves a policy by name goes through here: the scenario loader (through
+// policy_catalog()), `kvsim policy`, replay, sweeps, target plans, capacity.
 //
 // Adding a policy is one folder, policies/<name>/ (params.hpp, cost.cpp, selector.cpp, policy.hpp,
-// README.md), plus one line in the table (docs/architecture.md, "Adding a policy").
+// README.md), plus one line in the table of built-in policies, policies/builtin.hpp
+// (docs/architecture.md, "Adding a policy").
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +27,12 @@ struct PolicyEntry {
   SelectorFactory make_selector;  // nullptr: the policy has no trace selector (replay refuses it by name)
   BudgetSetter set_budget;        // nullptr: no budget axis (--budget-sweep replays it once)
 };
+
+// The table this executable was linked with, in the order the CLI shows the policies. Each executable
+// links one object that defines it: policies/table.cpp (the built-in policies, kBuiltinPolicies), or a
+// test's own table (tests/example_policy/table.cpp: the built-in ones and a test-only policy). The
+// functions below read the registry only through it.
+std::span<const PolicyEntry> policy_table();
 
 // The registry line of a policy, by name; nullptr when unknown.
 const PolicyEntry* find_policy_entry(std::string_view name);

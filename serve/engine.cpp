@@ -51,35 +51,9 @@ void Engine::preempt_last(double& transfer_s) {
   waiting_.push_front(s);
 }
 
-bool Engine::step() {
-  const double start = now_;
-  const bool arrived = !waiting_.empty() && results_[size_t(waiting_.front().index)].arrival_s <= now_;
-  if (running_.empty() && !arrived) return false;
-
-  int64_t budget = cfg_.token_budget;
-  double seconds = pending_transfer_s_;
-  pending_transfer_s_ = 0;
-  // 1. Decodes: every request past its prefill generates one token.
-  int decodes = 0;
-  double prompt_sum = 0, gen_sum = 0;
-  for (const Seq& s : running_)
-    if (s.prefilled == s.to_prefill) {
-      ++decodes;
-      prompt_sum += double(s.prompt);
-      gen_sum += double(s.generated);
-    }
-  budget -= decodes;
-  // 2. Prefill chunks of admitted requests, in admission order, then 3. admission from the queue.
-  std::vector<Chunk>& chunks = chunks_;
-  chunks.clear();
-  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-    Seq& s = running_[i];
-    if (s.prefilled == s.to_prefill) continue;
-    const int64_t c = std::min({cfg_.chunk_tokens, s.to_prefill - s.prefilled, budget});
-    chunks.push_back({i, c});
-    budget -= c;
-  }
-  const double hbm_cap = costs_.hbm_capacity(), dram_cap = costs_.dram_capacity();
+// 3. Admission from the queue, in arrival order, while memory and the batch limit allow; an admitted request
+// that still has prompt to prefill gets a chunk of what is left of the token budget.
+void Engine::admit(int64_t& budget, double& seconds, double hbm_cap, double dram_cap) {
   while (!waiting_.empty() && results_[size_t(waiting_.front().index)].arrival_s <= now_ &&
          (cfg_.max_running == 0 || int64_t(running_.size()) < cfg_.max_running)) {
     Seq s = waiting_.front();
@@ -112,33 +86,18 @@ bool Engine::step() {
     running_.push_back(s);
     if (s.prefilled < s.to_prefill) {
       const int64_t c = std::min({cfg_.chunk_tokens, s.to_prefill - s.prefilled, budget});
-      chunks.push_back({running_.size() - 1, c});
+      chunks_.push_back({running_.size() - 1, c});
       budget -= c;
     }
   }
-  if (decodes == 0 && chunks.empty()) {
-    // Only possible when the queue's head was rejected or a swapped request is back with nothing to do
-    // this iteration: no time passes.
-    return !running_.empty() || (!waiting_.empty() && results_[size_t(waiting_.front().index)].arrival_s <= now_);
-  }
+}
 
-  // The iteration's time: the decode step of the batch, then the prefill chunks (see docs/serving.md for
-  // why they are added rather than fused), and each finished prompt's policy work.
-  if (decodes > 0) seconds += costs_.decode(double(decodes), prompt_sum / decodes, gen_sum / decodes);
-  int64_t prefill_tokens = 0;
-  for (const Chunk& c : chunks) {
-    const Seq& s = running_[c.seq];
-    seconds += costs_.prefill_chunk(double(s.prefilled), double(s.prefilled + c.tokens));
-    if (s.prefilled + c.tokens == s.to_prefill) seconds += costs_.policy_prefill(double(s.to_prefill));
-    prefill_tokens += c.tokens;
-  }
-  now_ += seconds;
-
-  // Apply: decodes emit a token (before the chunks, which never belong to a decoding request, complete
-  // any prompt); a finished prompt emits its first token.
+// Apply: decodes emit a token (before the chunks, which never belong to a decoding request, complete
+// any prompt); a finished prompt emits its first token.
+void Engine::apply_tokens() {
   for (Seq& s : running_)
     if (s.prefilled == s.to_prefill) ++s.generated;
-  for (const Chunk& c : chunks) {
+  for (const Chunk& c : chunks_) {
     Seq& s = running_[c.seq];
     s.prefilled += c.tokens;
     if (s.prefilled == s.to_prefill) {
@@ -163,13 +122,10 @@ bool Engine::step() {
     running_[kept++] = s;
   }
   running_.resize(kept);
-  // Out of memory: preempt the most recently admitted (vLLM's order) until the rest fit.
-  int preempted = 0;
-  while ((hbm_used_ > hbm_cap || dram_used_ > dram_cap) && running_.size() > 1) {
-    preempt_last(pending_transfer_s_);
-    ++preempted;
-  }
+}
 
+// The iteration's share of the running totals, and its record when those are kept.
+void Engine::account(double start, double seconds, int decodes, int64_t prefill_tokens, int preempted) {
   // Requests are submitted at their arrival (advance_to first), so the queue's not-yet-arrived tail is
   // empty in practice; counting from the back keeps this O(1) when an overloaded queue holds thousands.
   int waiting = int(waiting_.size());
@@ -185,8 +141,68 @@ bool Engine::step() {
   totals_.hbm_peak = std::max(totals_.hbm_peak, hbm_used_);
   totals_.dram_peak = std::max(totals_.dram_peak, dram_used_);
   if (cfg_.record_iterations)
-    records_.push_back({start, seconds, decodes, int(chunks.size()), prefill_tokens, int(running_.size()), waiting,
+    records_.push_back({start, seconds, decodes, int(chunks_.size()), prefill_tokens, int(running_.size()), waiting,
                         hbm_used_, dram_used_, preempted});
+}
+
+bool Engine::step() {
+  const double start = now_;
+  const bool arrived = !waiting_.empty() && results_[size_t(waiting_.front().index)].arrival_s <= now_;
+  if (running_.empty() && !arrived) return false;
+
+  int64_t budget = cfg_.token_budget;
+  double seconds = pending_transfer_s_;
+  pending_transfer_s_ = 0;
+  // 1. Decodes: every request past its prefill generates one token.
+  int decodes = 0;
+  double prompt_sum = 0, gen_sum = 0;
+  for (const Seq& s : running_)
+    if (s.prefilled == s.to_prefill) {
+      ++decodes;
+      prompt_sum += double(s.prompt);
+      gen_sum += double(s.generated);
+    }
+  budget -= decodes;
+  // 2. Prefill chunks of admitted requests, in admission order, then 3. admission from the queue.
+  std::vector<Chunk>& chunks = chunks_;
+  chunks.clear();
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Seq& s = running_[i];
+    if (s.prefilled == s.to_prefill) continue;
+    const int64_t c = std::min({cfg_.chunk_tokens, s.to_prefill - s.prefilled, budget});
+    chunks.push_back({i, c});
+    budget -= c;
+  }
+  const double hbm_cap = costs_.hbm_capacity(), dram_cap = costs_.dram_capacity();
+  admit(budget, seconds, hbm_cap, dram_cap);
+  if (decodes == 0 && chunks.empty()) {
+    // Only possible when the queue's head was rejected or a swapped request is back with nothing to do
+    // this iteration: no time passes.
+    return !running_.empty() || (!waiting_.empty() && results_[size_t(waiting_.front().index)].arrival_s <= now_);
+  }
+
+  // The iteration's time: the decode step of the batch, then the prefill chunks (see docs/serving.md for
+  // why they are added rather than fused), and each finished prompt's policy work.
+  if (decodes > 0) seconds += costs_.decode(double(decodes), prompt_sum / decodes, gen_sum / decodes);
+  int64_t prefill_tokens = 0;
+  for (const Chunk& c : chunks) {
+    const Seq& s = running_[c.seq];
+    seconds += costs_.prefill_chunk(double(s.prefilled), double(s.prefilled + c.tokens));
+    if (s.prefilled + c.tokens == s.to_prefill) seconds += costs_.policy_prefill(double(s.to_prefill));
+    prefill_tokens += c.tokens;
+  }
+  now_ += seconds;
+
+  // Apply the tokens: decodes and completed prompts emit one each; finished requests leave.
+  apply_tokens();
+  // Out of memory: preempt the most recently admitted (vLLM's order) until the rest fit.
+  int preempted = 0;
+  while ((hbm_used_ > hbm_cap || dram_used_ > dram_cap) && running_.size() > 1) {
+    preempt_last(pending_transfer_s_);
+    ++preempted;
+  }
+
+  account(start, seconds, decodes, prefill_tokens, preempted);
   return true;
 }
 

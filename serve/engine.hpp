@@ -92,6 +92,10 @@ class Engine {
     bool swapped = false;      // preempted by swap: its KV is in host memory
   };
   void preempt_last(double& transfer_s);
+  // Pieces of step(), the hot path: members that work on the engine's state in place.
+  void admit(int64_t& budget, double& seconds, double hbm_cap, double dram_cap);  // queue -> batch, with chunks
+  void apply_tokens();  // emit this iteration's tokens, retire finished requests, re-size footprints
+  void account(double start, double seconds, int decodes, int64_t prefill_tokens, int preempted);  // totals, record
   StepCosts& costs_;
   EngineConfig cfg_;
   int replica_ = 0;

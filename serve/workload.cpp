@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "sweep/csv.hpp"
+#include "core/csv.hpp"
 
 namespace kvsim::serve {
 
@@ -328,7 +328,7 @@ std::vector<Request> load_csv(std::istream& in, RequestReader& rr) {
     ++no;
     if (no == 1) strip_bom(line);
     if (trim(line).empty()) continue;
-    cells = sweep::split_line(line);
+    cells = split_line(line);
     for (std::string& c : cells) c = strip_cell(c);
     if (header.empty()) {
       header = cells;

@@ -22,18 +22,19 @@ void StepGraph::add_edge(size_t before, size_t after) {
   boost::add_edge(before, after, graph_);
 }
 
-SimTiming StepGraph::run(const std::vector<double>& cap, const std::vector<Coupling>& couplings) const {
-  const size_t n = phases_.size();
-  if (cap.size() != resources_) throw std::invalid_argument("wrong number of capacities");
-  {
-    std::vector<Graph::vertex_descriptor> order;
-    try {
-      boost::topological_sort(graph_, std::back_inserter(order));
-    } catch (const boost::not_a_dag&) {
-      throw std::invalid_argument("the phase graph has a cycle");
-    }
+// A topological sort only to detect a cycle; the simulation itself releases phases by counting predecessors.
+void StepGraph::check_acyclic() const {
+  std::vector<Graph::vertex_descriptor> order;
+  try {
+    boost::topological_sort(graph_, std::back_inserter(order));
+  } catch (const boost::not_a_dag&) {
+    throw std::invalid_argument("the phase graph has a cycle");
   }
-  // Solo flow time of each phase (its roofline without latency) and its per-second use at x = 1.
+}
+
+// Solo flow time of each phase (its roofline without latency); its per-second use at x = 1 is amount / solo.
+std::vector<double> StepGraph::solo_times(const std::vector<double>& cap) const {
+  const size_t n = phases_.size();
   std::vector<double> solo(n, 0.0);
   for (size_t i = 0; i < n; ++i)
     for (size_t r = 0; r < resources_; ++r) {
@@ -41,6 +42,43 @@ SimTiming StepGraph::run(const std::vector<double>& cap, const std::vector<Coupl
       if (!(cap[r] > 0)) throw std::invalid_argument("phase " + phases_[i].name + " needs a resource of capacity 0");
       solo[i] = std::max(solo[i], phases_[i].amount[r] / cap[r]);
     }
+  return solo;
+}
+
+// Once every phase has its finish time: the makespan, each resource's utilization and the critical path.
+void StepGraph::summarize(SimTiming& t, const std::vector<double>& cap) const {
+  const size_t n = phases_.size();
+  size_t last = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (t.finish[i] > t.makespan) t.makespan = t.finish[i], last = i;
+  t.utilization.assign(resources_, 0.0);
+  if (t.makespan > 0)
+    for (size_t r = 0; r < resources_; ++r) {
+      double moved = 0;
+      for (const SimPhase& p : phases_) moved += p.amount[r];
+      t.utilization[r] = moved / (cap[r] * t.makespan);
+    }
+  // Walk back from the last phase to finish through the predecessor that finished last (the one that
+  // released it): the chain of dependencies that sets the makespan.
+  if (n > 0) {
+    for (size_t i = last;;) {
+      t.critical_path.push_back(i);
+      auto [e, end] = boost::in_edges(i, graph_);
+      if (e == end) break;
+      size_t pred = boost::source(*e, graph_);
+      for (; e != end; ++e)
+        if (t.finish[boost::source(*e, graph_)] > t.finish[pred]) pred = boost::source(*e, graph_);
+      i = pred;
+    }
+    std::reverse(t.critical_path.begin(), t.critical_path.end());
+  }
+}
+
+SimTiming StepGraph::run(const std::vector<double>& cap, const std::vector<Coupling>& couplings) const {
+  const size_t n = phases_.size();
+  if (cap.size() != resources_) throw std::invalid_argument("wrong number of capacities");
+  check_acyclic();
+  const std::vector<double> solo = solo_times(cap);
 
   enum class State { waiting, delay, flow, done };
   std::vector<State> state(n, State::waiting);
@@ -135,30 +173,7 @@ SimTiming StepGraph::run(const std::vector<double>& cap, const std::vector<Coupl
     for (size_t i : newly_started) active.push_back(i);
     newly_started.clear();
   }
-  size_t last = 0;
-  for (size_t i = 0; i < n; ++i)
-    if (t.finish[i] > t.makespan) t.makespan = t.finish[i], last = i;
-  t.utilization.assign(resources_, 0.0);
-  if (t.makespan > 0)
-    for (size_t r = 0; r < resources_; ++r) {
-      double moved = 0;
-      for (const SimPhase& p : phases_) moved += p.amount[r];
-      t.utilization[r] = moved / (cap[r] * t.makespan);
-    }
-  // Walk back from the last phase to finish through the predecessor that finished last (the one that
-  // released it): the chain of dependencies that sets the makespan.
-  if (n > 0) {
-    for (size_t i = last;;) {
-      t.critical_path.push_back(i);
-      auto [e, end] = boost::in_edges(i, graph_);
-      if (e == end) break;
-      size_t pred = boost::source(*e, graph_);
-      for (; e != end; ++e)
-        if (t.finish[boost::source(*e, graph_)] > t.finish[pred]) pred = boost::source(*e, graph_);
-      i = pred;
-    }
-    std::reverse(t.critical_path.begin(), t.critical_path.end());
-  }
+  summarize(t, cap);
   return t;
 }
 

@@ -48,6 +48,10 @@ class StepGraph {
 
  private:
   using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
+  // Pieces of run(); each runs once per call, outside its event loop.
+  void check_acyclic() const;  // throws std::invalid_argument on a cycle
+  std::vector<double> solo_times(const std::vector<double>& cap) const;  // per phase: roofline without latency
+  void summarize(SimTiming& t, const std::vector<double>& cap) const;    // makespan, utilization, critical path
   size_t resources_;
   std::vector<SimPhase> phases_;
   Graph graph_;

@@ -68,7 +68,7 @@ Evaluator::Evaluator(const SweepSpec& spec, const PointSpace& space) : spec_(&sp
     try {
       if (!c->error.empty()) throw InputError(c->error);
       c->scenario = load_scenario(doc, spec.scenario_file, policy_catalog(), o);
-      c->deployment = scenario_deployment(c->scenario);
+      c->deployment = make_deployment(c->scenario);
       c->valid = true;
     } catch (const InputError& e) {
       if (c->error.empty()) c->error = "invalid combination (" + what + "): " + e.what();
@@ -76,8 +76,6 @@ Evaluator::Evaluator(const SweepSpec& spec, const PointSpace& space) : spec_(&sp
     combos_.push_back(std::move(c));
   }
 }
-
-Deployment scenario_deployment(const Scenario& s) { return make_deployment(s); }  // implementation profile included
 
 void Evaluator::resolve(const Coords& c, PointInputs& in) const {
   const PolicyChoice& pc = spec_->base.policies[c.policy];

@@ -49,11 +49,6 @@ class Evaluator {
   uint64_t base_fingerprint_ = 0;
 };
 
-// The deployment a scenario describes; it points into `s`. Every deployment the sweep and the target
-// planner build comes from here, so main's make_deployment(const Scenario&) (which also applies the
-// scenario's implementation profile) replaces this body in one place when the branches meet.
-Deployment scenario_deployment(const Scenario& s);
-
 // FNV-1a over bytes, continuing from `h`.
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 14695981039346656037ull);
 

@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "model/policy.hpp"
-#include "sweep/csv.hpp"
+#include "core/csv.hpp"
 #include "policies/registry.hpp"
 
 namespace kvsim::sweep {

@@ -1,6 +1,6 @@
 // Quality of configurations from a trace: each distinct (policy, parameters) is replayed once, and
 // all the ones wanted together in one replay, so the full-attention ground truth is computed once
-// and shared (traces/replay). Points that differ only in scenario fields (context, batch, GPU...)
+// and shared (replay). Points that differ only in scenario fields (context, batch, GPU...)
 // share the replay of their parameters: quality is measured on the trace's own sequence.
 //
 // With use_file(), the cache also lives on disk (JSON, schema kvsim.quality_cache/1) and is reused
@@ -16,7 +16,7 @@
 
 #include "sweep/spec.hpp"
 #include "sweep/target_search.hpp"
-#include "traces/replay/replay.hpp"
+#include "replay/replay.hpp"
 
 namespace kvsim::sweep {
 

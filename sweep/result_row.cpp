@@ -1,6 +1,6 @@
 #include "sweep/result_row.hpp"
 
-#include "sweep/csv.hpp"
+#include "core/csv.hpp"
 
 namespace kvsim::sweep {
 

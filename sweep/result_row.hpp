@@ -9,7 +9,7 @@
 
 #include "model/plan.hpp"
 #include "sweep/evaluator.hpp"
-#include "traces/replay/replay.hpp"
+#include "replay/replay.hpp"
 
 namespace kvsim::sweep {
 

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "sweep/csv.hpp"
+#include "core/csv.hpp"
 
 namespace kvsim::sweep {
 

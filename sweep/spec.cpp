@@ -359,13 +359,11 @@ void set_library_field(YAML::Node& doc, const Axis& a, const std::string& text) 
 
 SweepSpec load_sweep_file(const std::string& path) { return load_sweep(load_yaml_file(path), path); }
 
-SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
-  SweepSpec s;
-  s.file = file;
-  YamlMap top(doc, file, "");
+namespace {
 
-  // The base scenario: a path (relative to the working directory or to this file), a mapping, or the
-  // library's default scenario.
+// The base scenario: a path (relative to the working directory or to this file), a mapping, or the
+// library's default scenario.
+void load_base_scenario(YamlMap& top, const std::string& file, SweepSpec& s) {
   const YAML::Node sn = top.node("scenario");
   if (!sn) {
     s.scenario_file = library_dir() + "/default.yaml";
@@ -381,8 +379,11 @@ SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
   } else {
     top.fail("scenario", "expected a scenario file path or an inline scenario mapping");
   }
+}
 
-  // Policies: names; their parameters come from the base scenario and vary through POLICY.PARAM axes.
+// Policies: names; their parameters come from the base scenario and vary through POLICY.PARAM axes.
+// Then the base scenario itself, with the policies in place of its own.
+void load_policies(YamlMap& top, const std::string& file, SweepSpec& s) {
   Overrides o;
   if (const YAML::Node pn = top.node("policies")) {
     if (!pn.IsSequence() || pn.size() == 0) top.fail("policies", "expected a non-empty list of policy names");
@@ -409,9 +410,11 @@ SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
           if (oc.policy == c.policy) c.params = oc.params;
     }
   }
+}
 
-  // Axes: a list; each item is {FIELD: VALUES} (crossed) or {zip: {FIELD: VALUES, ...}}.
-  std::set<std::string> fields;
+// Axes: a list; each item is {FIELD: VALUES} (crossed) or {zip: {FIELD: VALUES, ...}}.
+// Every field varied goes into `fields`.
+void load_axes(YamlMap& top, const std::string& file, SweepSpec& s, std::set<std::string>& fields) {
   auto check_new = [&](const Axis& a) {
     if (!fields.insert(a.field).second)
       throw_input_error(file, a.line, a.field, "varied by two axes; give each field one axis (zip them to pair values)");
@@ -455,7 +458,10 @@ SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
       s.groups.push_back(std::move(g));
     }
   }
-  // Library keys: each value checked by the library's loader on the base scenario's entry.
+}
+
+// Library keys: each value checked by the library's loader on the base scenario's entry.
+void check_library_values(const SweepSpec& s, const std::string& file) {
   for (const AxisGroup& g : s.groups)
     for (const Axis& a : g.axes) {
       if (a.kind != FieldKind::library_field) continue;
@@ -471,7 +477,10 @@ SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
         }
       }
     }
-  // The base scenario's context lengths are an axis of their own unless one is given.
+}
+
+// The base scenario's context lengths are an axis of their own unless one is given.
+void add_context_axis(SweepSpec& s, const std::set<std::string>& fields) {
   if (!fields.count("workload.context_tokens")) {
     Axis a;
     a.field = "workload.context_tokens";
@@ -484,7 +493,10 @@ SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
     g.axes.push_back(std::move(a));
     s.groups.insert(s.groups.begin(), std::move(g));
   }
+}
 
+// The optional trace the quality columns are replayed on: a path or {path, max_steps, topk, ...}.
+void load_trace(YamlMap& top, const std::string& file, SweepSpec& s) {
   if (const YAML::Node tn = top.node("trace")) {
     TraceSettings t;
     if (tn.IsScalar()) {
@@ -502,7 +514,10 @@ SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
     if (!fs::exists(t.path)) top.fail("trace", "file '" + t.path + "' does not exist");
     s.trace = t;
   }
+}
 
+// The Pareto fronts to write: pairs of result columns, with defaults that depend on whether there is a trace.
+void load_pareto(YamlMap& top, const std::string& file, SweepSpec& s) {
   if (const YAML::Node pn = top.node("pareto")) {
     if (!pn.IsSequence()) top.fail("pareto", "expected a list of {x: COLUMN, y: COLUMN}");
     for (size_t i = 0; i < pn.size(); ++i) {
@@ -523,6 +538,23 @@ SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
   } else {
     s.pareto = {{"tpot_s", "throughput_tok_s"}};
   }
+}
+
+}  // namespace
+
+SweepSpec load_sweep(const YAML::Node& doc, const std::string& file) {
+  SweepSpec s;
+  s.file = file;
+  YamlMap top(doc, file, "");
+
+  load_base_scenario(top, file, s);
+  load_policies(top, file, s);
+  std::set<std::string> fields;
+  load_axes(top, file, s, fields);
+  check_library_values(s, file);
+  add_context_axis(s, fields);
+  load_trace(top, file, s);
+  load_pareto(top, file, s);
   top.finish();
   return s;
 }

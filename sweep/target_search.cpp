@@ -11,15 +11,6 @@ namespace kvsim::sweep {
 
 namespace {
 
-// Powers of two from 64 below the context, and the context itself.
-std::vector<double> token_grid(int64_t context) {
-  std::vector<double> g;
-  for (double x = 64; x < double(context); x *= 2) g.push_back(x);
-  g.push_back(double(context));
-  return g;
-}
-
-
 // Resource time of a phase: its roofline with only one resource's work, so the calibration's
 // efficiencies (and gather penalties) apply exactly as they do to the whole phase.
 enum class Res { gpu_compute, host_compute, hbm, dram, h2d, d2h, link, count };
@@ -230,24 +221,11 @@ std::string knobs_text(const Policy& p, const ParamValues& v, const std::vector<
 }
 
 std::vector<Knob> budget_knobs(const Policy& p, int64_t context) {
-  const std::string_view n = p.name();
-  std::vector<std::pair<std::string, std::vector<double>>> grid;
-  const std::vector<double> tokens = token_grid(context);
-  const std::vector<double> ratios = {0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0};
-  if (n == "streaming") grid = {{"window", tokens}};
-  else if (n == "snapkv" || n == "quest") grid = {{"budget_tokens", tokens}};
-  else if (n == "chess") grid = {{"rho_chunk", ratios}, {"rho_page", ratios}};
-  else if (n == "sentencekv") grid = {{"token_budget", tokens}};
-  else if (n == "chunkkv") grid = {{"budget_ratio", ratios}};
-  else if (n == "sekv") grid = {{"budget_ratio", ratios}, {"max_rank", {8, 16, 32, 64, 128}}};
-  else if (n == "ctkvr") grid = {{"probes", {1, 2, 4, 8, 16, 32}}, {"budget_tokens", {256, 512, 1024, 2048, 4096}}};
   std::vector<Knob> knobs;
-  for (auto& [name, values] : grid) {
-    const int i = p.param_index(name);
-    if (i < 0) continue;
-    const Range& r = p.params()[size_t(i)].range;
-    Knob k{i, {}};
-    for (double v : values)
+  for (const BudgetKnob& bk : p.budget_knobs()) {
+    const Range& r = p.params()[size_t(bk.param)].range;
+    Knob k{bk.param, {}};
+    for (double v : bk.grid.at(context))
       if (r.contains(v)) k.values.push_back(v);
     if (!k.values.empty()) knobs.push_back(std::move(k));
   }

@@ -42,7 +42,8 @@ struct Knob {
   int param = -1;
   std::vector<double> values;
 };
-// The documented default grid of each policy's budget knobs at a context length (docs/planning.md).
+// A policy's budget knobs at a context length: the grids its parameter table declares
+// (Policy::budget_knobs, model/budget_knob.hpp), each value inside the parameter's range (docs/planning.md).
 std::vector<Knob> budget_knobs(const Policy& p, int64_t context);
 // "name=value, ..." of the knobs' parameters in `v`; `none` when there are no knobs.
 std::string knobs_text(const Policy& p, const ParamValues& v, const std::vector<Knob>& knobs,

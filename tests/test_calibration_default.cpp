@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "kernels/validate/published.hpp"
+#include "validate/published.hpp"
 #include "model/library.hpp"
 #include "test_util.hpp"
 

@@ -3,10 +3,13 @@
 // policy of tests/example_policy/ linked into a second CLI, kvsim-example-policy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "policies/registry.hpp"
 #include "test_util.hpp"
 
 namespace kvsim::test {
@@ -48,12 +51,30 @@ TEST(LayerCheck, UpwardIncludeFailsNamingFileLineHeaderAndAllowedLayers) {
   EXPECT_NE(r.out.find("1 include(s)"), std::string::npos) << r.out;  // model -> core, sim is allowed
 }
 
+TEST(LayerCheck, LibraryCodeMayNotIncludeTests) {
+  const std::string root = tree("layers_tests", {
+      // a test-only policy reached from the library: what the registry once did under #ifdef
+      {"policies/registry.cpp", "#ifdef SOMETHING\n#include \"tests/example_policy/oracle/policy.hpp\"\n#endif\n"},
+      // tests themselves include anything
+      {"tests/test_x.cpp", "#include \"tests/example_policy/oracle/policy.hpp\"\n#include \"tools/kvsim/main.hpp\"\n"},
+      // the Python module is its own layer: it may not include the CLI
+      {"python/src/module.cpp", "#include \"serve/capacity.hpp\"\n#include \"tools/kvsim/progress.hpp\"\n"},
+  });
+  const RunResult r = check_layers(root);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("policies/registry.cpp:2: includes \"tests/example_policy/oracle/policy.hpp\" (layer tests)"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("python/src/module.cpp:2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("tests/test_x.cpp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 include(s)"), std::string::npos) << r.out;
+}
+
 TEST(LayerCheck, SiblingsAndTheReplayLayerAreSeparate) {
   const std::string root = tree("layers_side", {
       // traces and kernels are siblings: neither includes the other
       {"traces/format/trace.cpp", "#include \"kernels/reference/score.hpp\"\n"},
-      // a policy may not reach up into the replay engine (traces/replay/ is above policies/)
-      {"policies/chess/selector.cpp", "#include \"traces/select/selector.hpp\"\n#include \"traces/replay/replay.hpp\"\n"},
+      // a policy may not reach up into the replay engine (replay/ is above policies/)
+      {"policies/chess/selector.cpp", "#include \"traces/select/selector.hpp\"\n#include \"replay/replay.hpp\"\n"},
       // the CLI may include everything
       {"tools/kvsim/main.cpp", "#include \"sweep/spec.hpp\"\n#include \"policies/registry.hpp\"\n"},
   });
@@ -116,6 +137,59 @@ TEST(AddingAPolicy, PlansAndReplaysLikeABuiltInPolicy) {
   // a budget of the whole prompt (decode rows see a few generated tokens more).
   EXPECT_LT(recall_64, recall_full);
   EXPECT_GT(recall_full, 0.999);
+}
+
+TEST(AddingAPolicy, ItsOwnBudgetKnobsDriveTheTargetPlanAndCapacitySearch) {
+  // oracle declares one knob in its parameter table (budget_tokens over the token grid); nothing outside
+  // its folder and its registry line names it. Raising the recall floor must raise its budget.
+  const std::string trace = std::string(::testing::TempDir()) + "oracle_knobs.safetensors";
+  ASSERT_EQ(run_example("trace gen --preset tiny -o '" + trace + "'").exit_code, 0);
+  const std::string common = "--policy oracle --trace '" + trace + "' --trace-max-steps 8";
+  double budget_low = 0, budget_high = 0;
+  for (const char* floor : {"0.5", "0.99"}) {
+    const RunResult plan = run_example("plan --context 4096 --target-tpot 50 --min-recall " + std::string(floor) + " " +
+                                       common + " --format json");
+    ASSERT_EQ(plan.exit_code, 0) << plan.out;
+    const auto a = nlohmann::json::parse(plan.out)["answers"];
+    ASSERT_EQ(a.size(), 1u) << plan.out;
+    ASSERT_TRUE(a[0]["feasible"].get<bool>()) << plan.out;
+    EXPECT_GE(a[0]["quality"]["recall"].get<double>(), std::stod(floor)) << plan.out;
+    EXPECT_GT(a[0]["search"]["quality_evaluations"].get<int>(), 1) << plan.out;  // the knob was walked
+    const double b = a[0]["params"]["budget_tokens"].get<double>();
+    // a value of the token grid: a power of two from 64, or the context
+    EXPECT_TRUE(b == 4096 || (b >= 64 && std::exp2(std::round(std::log2(b))) == b)) << b;
+    (std::string(floor) == "0.5" ? budget_low : budget_high) = b;
+  }
+  EXPECT_LT(budget_low, budget_high);
+
+  const std::string out = std::string(::testing::TempDir()) + "oracle_capacity.json";  // stderr has progress lines
+  const RunResult cap = run_example("capacity --rate 2 --slo-ttft-p99 2s --slo-tpot-p99 50ms --tp 1 --requests 200 "
+                                    "--min-recall 0.99 " + common + " --format json -o '" + out + "'");
+  ASSERT_EQ(cap.exit_code, 0) << cap.out;
+  const auto c = nlohmann::json::parse(test::read_text(out))["policies"];
+  ASSERT_EQ(c.size(), 1u) << cap.out;
+  EXPECT_EQ(c[0]["policy"], "oracle");
+  EXPECT_NE(c[0]["budget"].get<std::string>().find("budget_tokens="), std::string::npos) << cap.out;
+  EXPECT_GE(c[0]["quality"]["recall"].get<double>(), 0.99) << cap.out;
+}
+
+TEST(AddingAPolicy, EveryPolicyWithABudgetAxisDeclaresBudgetKnobs) {
+  // A policy's knobs come from its own table; a policy the replay can put on a budget axis but the
+  // target search could not walk would silently plan at its scenario budget.
+  for (const PolicyEntry& e : policy_registry()) {
+    const Policy& p = e.cost_model();
+    if (e.set_budget == nullptr) {
+      EXPECT_TRUE(p.budget_knobs().empty()) << p.name();
+      continue;
+    }
+    EXPECT_FALSE(p.budget_knobs().empty()) << p.name();
+    for (const BudgetKnob& k : p.budget_knobs()) {
+      ASSERT_GE(k.param, 0) << p.name();
+      ASSERT_LT(size_t(k.param), p.params().size()) << p.name();
+      const std::vector<double> g = k.grid.at(131072);
+      EXPECT_TRUE(std::is_sorted(g.begin(), g.end())) << p.name();
+    }
+  }
 }
 
 }  // namespace

@@ -20,7 +20,7 @@
 #include "kernels/optimized/run_planner.hpp"
 #include "kernels/reference/cuda.hpp"
 #include "kernels/reference/reference.hpp"
-#include "kernels/validate/validate.hpp"
+#include "validate/validate.hpp"
 
 namespace {
 

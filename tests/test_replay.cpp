@@ -10,8 +10,8 @@
 #include "test_util.hpp"
 #include "traces/llm/capture.hpp"
 #include "traces/llm/model_path.hpp"
-#include "traces/replay/model_loop.hpp"
-#include "traces/replay/replay.hpp"
+#include "replay/model_loop.hpp"
+#include "replay/replay.hpp"
 #include "traces/synthetic/synthetic.hpp"
 #include "traces/format/trace_file.hpp"
 #include "policies/registry.hpp"
@@ -236,8 +236,11 @@ TEST(ReplayStatistics, AppliedToParamsByName) {
   // no samples: nothing carried
   ParamValues cv = ctkvr.defaults();
   EXPECT_TRUE(apply_statistics(ctkvr, cv, {{"dedup", {0.3, 0, ""}}}).empty());
-  EXPECT_EQ(carry_rule("mean_sentence_tokens"), CarryRule::as_is);
-  EXPECT_EQ(carry_rule("reselect_pages"), CarryRule::as_is);
+  // The rule is the parameter's own, from its policy's table: a text-shape mean and an interval carry as is.
+  const Policy& skv = *find_policy("sentencekv");
+  const Policy& chess = *find_policy("chess");
+  EXPECT_EQ(skv.params()[size_t(skv.param_index("mean_sentence_tokens"))].carry, CarryRule::as_is);
+  EXPECT_EQ(chess.params()[size_t(chess.param_index("reselect_pages"))].carry, CarryRule::as_is);
 }
 
 TEST(ReplayRegistry, BaselinesHaveSelectors) {

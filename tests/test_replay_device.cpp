@@ -15,7 +15,7 @@
 #include "traces/llm/capture.hpp"
 #include "traces/llm/llama.hpp"
 #include "traces/llm/model_path.hpp"
-#include "traces/replay/device_check.hpp"
+#include "replay/device_check.hpp"
 #include "traces/synthetic/synthetic.hpp"
 
 using namespace kvsim;

@@ -16,8 +16,8 @@
 #include "traces/llm/capture.hpp"
 #include "traces/llm/llama.hpp"
 #include "traces/llm/model_path.hpp"
-#include "traces/replay/device_check.hpp"
-#include "traces/replay/replay.hpp"
+#include "replay/device_check.hpp"
+#include "replay/replay.hpp"
 #include "traces/synthetic/synthetic.hpp"
 
 using namespace kvsim;

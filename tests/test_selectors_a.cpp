@@ -11,7 +11,7 @@
 #include "kernels/reference/reference.hpp"
 #include "model/policy.hpp"
 #include "traces/select/selector.hpp"
-#include "traces/replay/replay.hpp"
+#include "replay/replay.hpp"
 #include "traces/synthetic/synthetic.hpp"
 #include "policies/registry.hpp"
 #include "policies/sentencekv/policy.hpp"

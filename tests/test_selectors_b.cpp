@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/reference/reference.hpp"
-#include "traces/replay/replay.hpp"
+#include "replay/replay.hpp"
 #include "model/policy.hpp"
 #include "traces/select/selector.hpp"
 #include "policies/ctkvr/selector.hpp"

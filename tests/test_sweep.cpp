@@ -15,7 +15,7 @@
 #include "core/error.hpp"
 #include <nlohmann/json.hpp>
 
-#include "sweep/csv.hpp"
+#include "core/csv.hpp"
 #include "sweep/pareto.hpp"
 #include "sweep/result_store.hpp"
 #include "sweep/runner.hpp"

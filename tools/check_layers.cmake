@@ -3,33 +3,24 @@
 #   cmake -DROOT=<source dir> -P tools/check_layers.cmake
 #
 # Every build runs it (the kvsim_layer_check target in CMakeLists.txt), so an upward #include fails
-# `make` with the file, the line, the header and the layers that file may include. tests/ and fuzz/
-# are not checked: they exercise every layer. The table below is the same one CMakeLists.txt links by:
+# `make` with the file, the line, the header and the layers that file may include.
+#
+# Each top-level folder is exactly one layer, named like the folder: the layer of a file, or of an
+# included header, is the first component of its path. The table below is the same one CMakeLists.txt
+# links by:
 #
 #   core <- sim <- model <- traces, kernels <- policies <- replay <- sweep <- serve <- tools (the CLI),
-#                                                                                    python (the module)
-#                            kernels/validate: model + kernels
+#                           validate (model + kernels)                               python (the module)
 #
-# A folder maps to the layer of its longest matching prefix.
+# tests/ and fuzz/ exercise every layer, so their own includes are not checked; but they are layers
+# too, at the top, so a library file that includes a test header (say, a test-only policy) fails like
+# any other upward include.
 cmake_minimum_required(VERSION 3.22)
 if(NOT DEFINED ROOT)
   message(FATAL_ERROR "check_layers: pass -DROOT=<source dir>")
 endif()
 
-# prefix -> layer (longest prefix first)
-set(KVSIM_PREFIXES
-  "traces/replay/=replay"
-  "kernels/validate/=validate"
-  "core/=core"
-  "sim/=sim"
-  "model/=model"
-  "traces/=traces"
-  "kernels/=kernels"
-  "policies/=policies"
-  "sweep/=sweep"
-  "serve/=serve"
-  "tools/=tools"
-  "python/=tools")
+set(KVSIM_LAYERS core sim model traces kernels validate policies replay sweep serve tools python tests fuzz)
 
 # layer -> the layers its files may include (itself included)
 set(ALLOW_core     core)
@@ -43,42 +34,40 @@ set(ALLOW_replay   core sim model traces kernels policies replay)
 set(ALLOW_sweep    core sim model traces kernels policies replay sweep)
 set(ALLOW_serve    core sim model traces kernels policies replay sweep serve)
 set(ALLOW_tools    core sim model traces kernels validate policies replay sweep serve tools)
+set(ALLOW_python   core sim model traces kernels policies replay sweep serve python)
+# tests and fuzz: not checked (see above)
 
+# The layer of a path: its first component when that names a layer, else "" (a header beside the file,
+# or not one of ours).
 function(layer_of path out)
+  string(REGEX MATCH "^[^/]+/" head "${path}")
+  string(REGEX REPLACE "/$" "" head "${head}")
   set(layer "")
-  foreach(entry ${KVSIM_PREFIXES})
-    string(REPLACE "=" ";" kv "${entry}")
-    list(GET kv 0 prefix)
-    list(GET kv 1 name)
-    string(LENGTH "${prefix}" n)
-    string(SUBSTRING "${path}" 0 ${n} head)
-    if(head STREQUAL prefix)
-      set(layer ${name})
-      break()
-    endif()
-  endforeach()
+  if(head IN_LIST KVSIM_LAYERS)
+    set(layer ${head})
+  endif()
   set(${out} "${layer}" PARENT_SCOPE)
 endfunction()
 
-file(GLOB_RECURSE files RELATIVE "${ROOT}"
-     "${ROOT}/core/*" "${ROOT}/sim/*" "${ROOT}/model/*" "${ROOT}/traces/*" "${ROOT}/kernels/*"
-     "${ROOT}/policies/*" "${ROOT}/sweep/*" "${ROOT}/serve/*" "${ROOT}/tools/*"
-     "${ROOT}/python/*")
+set(globs "")
+foreach(l ${KVSIM_LAYERS})
+  if(NOT l STREQUAL "tests" AND NOT l STREQUAL "fuzz")
+    list(APPEND globs "${ROOT}/${l}/*")
+  endif()
+endforeach()
+file(GLOB_RECURSE files RELATIVE "${ROOT}" ${globs})
 list(FILTER files INCLUDE REGEX "\\.(cpp|hpp|h|cu|cuh|inc)$")
 
 set(errors "")
 set(count 0)
 foreach(f ${files})
   layer_of("${f}" from)
-  if(from STREQUAL "")
-    continue()
-  endif()
   file(STRINGS "${ROOT}/${f}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"[^\"]+\"")
   foreach(inc ${includes})
     string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*$" "\\1" header "${inc}")
     layer_of("${header}" to)
     if(to STREQUAL "")
-      continue()  # a header beside the file, or not one of ours
+      continue()
     endif()
     list(FIND ALLOW_${from} ${to} ok)
     if(ok EQUAL -1)

@@ -1,4 +1,4 @@
-// chess on the replay's one budget axis (traces/replay/budget.hpp, docs/replay.md § Budgets): a
+// chess on the replay's one budget axis (replay/budget.hpp, docs/replay.md § Budgets): a
 // budget B = "about B tokens attended per step, per layer and KV head" mapped to chess's own knobs:
 // rho_grid · rho_chunk · rho_page = (B - sink and window pages) / P, every ratio scaled by one factor found by bisection. Returns false when no configuration attends about that few tokens.
 #include <algorithm>

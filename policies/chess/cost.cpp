@@ -26,6 +26,7 @@ class ChessPolicy final : public Policy {
     return "grid -> chunk -> page selection by one GEMV over mean-key vectors; zero-copy paged attention (seed 000)";
   }
   const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
+  const std::vector<BudgetKnob>& budget_knobs() const override { return param_table().knobs(); }
   // Tokens in the working set of a cache of n tokens.
   static double selected_tokens(const Params& p, double n) {
     const double page = p.page_size;

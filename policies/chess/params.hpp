@@ -21,7 +21,9 @@ inline const ParamTable<Params>& param_table() {
       {&Params::sink_pages, {"sink_pages", 1, Range::between(0, 1e6), true, "first pages always kept as attention sinks (§3.2; count not given: estimate)"}},
       {&Params::window_pages, {"window_pages", 4, Range::between(1, 1e6), true, "recent pages always kept and averaged into the anchor, W (§3.2 eq. 3; count not given: estimate)"}},
       {&Params::reselect_pages, {"reselect_pages", 10, Range::between(1e-3, 1e6), false, "generated pages between reconstructions (App. C: dynamic trigger averages ~10 pages)"}},
-  }};
+  },
+      // budget knobs (model/budget_knob.hpp): the grids the target search and capacity planning walk
+      {{&Params::rho_chunk, KnobGrid::ratios()}, {&Params::rho_page, KnobGrid::ratios()}}};
   return table;
 }
 

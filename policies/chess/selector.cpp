@@ -150,8 +150,9 @@ class ChessSelector final : public KernelSelector {
   std::map<std::string, Statistic> statistics() const override {
     std::map<std::string, Statistic> m;
     const double gen_pages = first_pos_ >= 0 ? double(last_pos_ - first_pos_ + 1) / double(B_) : 0;
-    m["reselect_pages"] = {selections_ ? gen_pages / double(selections_) : reselect_pages_, selections_,
-                           "generated pages (decoded tokens / page_size) per selection, the first included"};
+    m[param_table().name(&Params::reselect_pages)] = {
+        selections_ ? gen_pages / double(selections_) : reselect_pages_, selections_,
+        "generated pages (decoded tokens / page_size) per selection, the first included"};
     m["reselections"] = {double(selections_), selections_, "selections made (the first decode step included)"};
     m["triggered_reselections"] = {double(triggered_), triggered_,
                                    "reselections triggered by page entropy AND varentropy above the calibrated 99th percentiles"};

@@ -1,4 +1,4 @@
-// chunkkv on the replay's one budget axis (traces/replay/budget.hpp, docs/replay.md § Budgets): a
+// chunkkv on the replay's one budget axis (replay/budget.hpp, docs/replay.md § Budgets): a
 // budget B = "about B tokens attended per step, per layer and KV head" mapped to chunkkv's own knobs:
 // budget_tokens = B (L_max, window included). Returns false when no configuration attends about that few tokens.
 #include <algorithm>

@@ -22,6 +22,7 @@ class ChunkKvPolicy final : public Policy {
     return "prefill-time top chunks of c tokens from an observation window, layer-wise index reuse (seed 002)";
   }
   const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
+  const std::vector<BudgetKnob>& budget_knobs() const override { return param_table().knobs(); }
   static double kept(const Params& p, double prompt) {
     const double lmax = p.budget_tokens > 0 ? p.budget_tokens : std::floor(p.budget_ratio * prompt);
     return std::min(prompt, std::max(lmax, std::min(prompt, p.obs_window)));

@@ -139,7 +139,8 @@ class ChunkKvSelector final : public KernelSelector {
     m["kept_fraction"] = {P_ ? kept_mean_ / double(P_) : 0, heads_, "kept prompt tokens / P"};
     m["selected_fraction"] = {sel_n_ ? sel_sum_ / double(sel_n_) : 0, sel_n_,
                               "attended tokens / (p + 1) per decode step, layer and KV head"};
-    m["obs_window"] = {double(w_), 1, "observation window used (obs_window capped by the trace's prompt queries)"};
+    m[param_table().name(&Params::obs_window)] = {
+        double(w_), 1, "observation window used (obs_window capped by the trace's prompt queries)"};
     return m;
   }
 

@@ -1,4 +1,4 @@
-// ctkvr on the replay's one budget axis (traces/replay/budget.hpp, docs/replay.md § Budgets): a
+// ctkvr on the replay's one budget axis (replay/budget.hpp, docs/replay.md § Budgets): a
 // budget B = "about B tokens attended per step, per layer and KV head" mapped to ctkvr's own knobs:
 // init + local scaled to the paper's 5% of the context (§3.1.1), rho' = B - init - local, rho = 2.5 rho' (§4.1.1). Returns false when no configuration attends about that few tokens.
 #include <algorithm>

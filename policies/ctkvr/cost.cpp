@@ -29,6 +29,7 @@ class CtkvrPolicy final : public Policy {
     return "query-centroid inverted file on GPU, KV in CPU DRAM; CPU rerank + sparse attention beside GPU attention (seed 004)";
   }
   const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
+  const std::vector<BudgetKnob>& budget_knobs() const override { return param_table().knobs(); }
   static double gpu_tokens(const Params& p, double n) { return std::min(n, p.init_tokens + p.local_tokens); }
   static double recall(const Params& p, double offloaded) {
     return std::min(offloaded, p.per_centroid * p.probes * p.dedup);

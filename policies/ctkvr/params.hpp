@@ -18,12 +18,15 @@ inline const ParamTable<Params>& param_table() {
       {&Params::centroids, {"centroids", 0, Range::between(0, 1e6), true, "C: last prompt queries kept as centroids; 0 = auto, the paper's C = min(2048, n/16) for an n-token prompt (§4.1.1)"}},
       {&Params::probes, {"probes", 4, Range::between(1, 1e6), true, "C': centroids probed per KV head per step (§4.1.1: C' = 4)"}},
       {&Params::per_centroid, {"per_centroid", 2560, Range::between(1, 1e8), true, "rho: key ids per centroid per KV head (§4.1.1: rho = 2.5 rho' = 2560)"}},
-      {&Params::budget_tokens, {"budget_tokens", 1024, Range::between(1, 1e8), true, "rho': tokens reranked into the CPU attention (§4.1.1: 1024 or 512)"}},
-      {&Params::init_tokens, {"init_tokens", 128, Range::between(0, 1e8), true, "initial tokens kept on the GPU (count not given; with local_tokens, ~5% of a 128K context as §3.1.1 states)"}},
-      {&Params::local_tokens, {"local_tokens", 6400, Range::between(0, 1e8), true, "recent tokens kept on the GPU (count not given; init + local = 6528 = 5% of 131072, §3.1.1)"}},
+      {&Params::budget_tokens, {"budget_tokens", 1024, Range::between(1, 1e8), true, "rho': tokens reranked into the CPU attention (§4.1.1: 1024 or 512)"}, CarryRule::scale_context},
+      {&Params::init_tokens, {"init_tokens", 128, Range::between(0, 1e8), true, "initial tokens kept on the GPU (count not given; with local_tokens, ~5% of a 128K context as §3.1.1 states)"}, CarryRule::scale_context},
+      {&Params::local_tokens, {"local_tokens", 6400, Range::between(0, 1e8), true, "recent tokens kept on the GPU (count not given; init + local = 6528 = 5% of 131072, §3.1.1)"}, CarryRule::scale_context},
       {&Params::dedup, {"dedup", 0.5, Range{0, 1, true}, false, "alpha: fraction of the rho C' recalled ids left after dedup (footnote 6, App. C.2: 0.5 or less)"}},
       {&Params::rerank_on, {"rerank_on", 0, Range::between(0, 1), true, "where the rerank and sparse attention run: cpu (the paper) or gpu (recalled keys copied to the GPU)", {"cpu", "gpu"}}},
-  }};
+  },
+      // budget knobs (model/budget_knob.hpp): the grids the target search and capacity planning walk
+      {{&Params::probes, KnobGrid::of({1, 2, 4, 8, 16, 32})},
+       {&Params::budget_tokens, KnobGrid::of({256, 512, 1024, 2048, 4096})}}};
   return table;
 }
 

@@ -252,7 +252,8 @@ std::map<std::string, Statistic> CtkvrSelector::statistics() const {
   }
   std::map<std::string, Statistic> st;
   if (t.obs > 0) {
-    st["dedup"] = {t.alpha / double(t.obs), t.obs, "alpha = unique recalled ids / (rho C') (footnote 6, App. C.2)"};
+    st[param_table().name(&Params::dedup)] = {t.alpha / double(t.obs), t.obs,
+                                               "alpha = unique recalled ids / (rho C') (footnote 6, App. C.2)"};
     st["recall_tokens"] = {t.recall / double(t.obs), t.obs, "L_recall: unique ids recalled by the C' probed centroids"};
     st["recall_offloaded_tokens"] = {t.off / double(t.obs), t.obs,
                                      "recalled ids that are offloaded (not init/local), i.e. reranked on the CPU"};

@@ -14,6 +14,10 @@ class FullPolicy final : public Policy {
     static const std::vector<ParamSpec> none;
     return none;
   }
+  const std::vector<BudgetKnob>& budget_knobs() const override {
+    static const std::vector<BudgetKnob> none;  // no budget: it keeps everything
+    return none;
+  }
   MemoryDemand memory(const Deployment& d, const ParamValues&, double prompt, double output) const override {
     MemoryDemand m;
     m.kv_hbm_per_seq = (prompt + output) * d.kv_bytes_per_token();

@@ -1,4 +1,4 @@
-// quest on the replay's one budget axis (traces/replay/budget.hpp, docs/replay.md § Budgets): a
+// quest on the replay's one budget axis (replay/budget.hpp, docs/replay.md § Budgets): a
 // budget B = "about B tokens attended per step, per layer and KV head" mapped to quest's own knobs:
 // budget_tokens = B (whole pages). Returns false when no configuration attends about that few tokens.
 #include <algorithm>

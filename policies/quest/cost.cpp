@@ -16,6 +16,7 @@ class QuestPolicy final : public Policy {
   std::string_view name() const override { return "quest"; }
   std::string_view summary() const override { return "query-aware top-k pages by a min/max key bound, KV in HBM (Quest)"; }
   const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
+  const std::vector<BudgetKnob>& budget_knobs() const override { return param_table().knobs(); }
   static double pages(const Params& p, double n) { return std::ceil(n / p.page_size); }
   MemoryDemand memory(const Deployment& d, const ParamValues& values, double prompt, double output) const override {
     const Params p = param_table().read(values);

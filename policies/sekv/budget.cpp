@@ -1,4 +1,4 @@
-// sekv on the replay's one budget axis (traces/replay/budget.hpp, docs/replay.md § Budgets): a
+// sekv on the replay's one budget axis (replay/budget.hpp, docs/replay.md § Budgets): a
 // budget B = "about B tokens attended per step, per layer and KV head" mapped to sekv's own knobs:
 // budget_ratio = B / P; the local window w is capped at B / 2. Returns false when no configuration attends about that few tokens.
 #include <algorithm>

@@ -35,6 +35,7 @@ class SekvPolicy final : public Policy {
     return "surprisal spans: summaries + anchors on GPU, low-rank factors on CPU, zoom-in fetch per step (seed 003)";
   }
   const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
+  const std::vector<BudgetKnob>& budget_knobs() const override { return param_table().knobs(); }
 
   struct Layout {
     double full_tokens;   // anchors + short spans + local window (prompt part), full resolution on GPU

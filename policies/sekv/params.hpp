@@ -25,7 +25,9 @@ inline const ParamTable<Params>& param_table() {
       {&Params::anchor_ratio, {"anchor_ratio", 0.03, Range::between(0, 1), false, "fraction of prompt tokens kept full resolution: anchors and spans shorter than L_min (estimate; trace replay measures it)"}},
       {&Params::zoom_rate, {"zoom_rate", kFillBudget, Range::between(-1, 1), false, "< 0 (default -1): zoom spans in decreasing routing score until the GPU-resident budget is filled (§3.3, §4.1); 0..1: override, the fraction of compressed tokens whose spans are zoomed per step, per layer and KV head, still capped by the budget (trace replay measures it)"}},
       {&Params::rank_ratio, {"rank_ratio", 0.5, Range{0, 1, true}, false, "mean effective rank as a fraction of min(|S|, d, R_max) (stand-in for the trained rank gates, §3.2 eq. 7-8)"}},
-  }};
+  },
+      // budget knobs (model/budget_knob.hpp): the grids the target search and capacity planning walk
+      {{&Params::budget_ratio, KnobGrid::ratios()}, {&Params::max_rank, KnobGrid::of({8, 16, 32, 64, 128})}}};
   return table;
 }
 

@@ -26,20 +26,12 @@ using namespace kvsim::replay;
 
 SekvSelector::SekvSelector(const ParamValues& p, SekvOptions o) : p_(param_table().read(p)), o_(o) {}
 
-void SekvSelector::prefill(const TraceData& tr) {
-  layers_ = tr.layers;
-  kv_heads_ = tr.kv_heads;
-  d_ = tr.d;
-  P_ = tr.P;
+// ---- segmentation (§3.1), shared by every layer and head: anchors where surprisal exceeds mu + alpha
+// sigma, spans between them (or fixed chunks without surprisal), and the full-resolution token set ----
+void SekvSelector::segment(const std::vector<float>& sur) {
   const double alpha = p_.alpha;
   const int64_t lmin = std::max<int64_t>(1, int64_t(std::llround(p_.min_span)));
   const int64_t w = std::min<int64_t>(P_, int64_t(std::llround(p_.local_window)));
-  const int rmax = std::max(1, int(std::llround(p_.max_rank)));
-  dp_ = std::clamp(int(std::llround(p_.routing_dim)), 1, d_);
-
-  // ---- segmentation (§3.1), shared by every layer and head ----
-  std::vector<float> sur;
-  if (tr.source) sur = tr.source->tokens().surprisal;
   no_surprisal_ = int64_t(sur.size()) < P_;
   std::vector<uint8_t> is_anchor(size_t(P_), 0);
   anchors_.clear();
@@ -98,6 +90,80 @@ void SekvSelector::prefill(const TraceData& tr) {
   for (int64_t t = std::max<int64_t>(0, comp_end); t < P_; ++t) full_.push_back(int32_t(t));
   std::sort(full_.begin(), full_.end());
   local_tokens_ = P_ - std::max<int64_t>(0, comp_end);
+}
+
+// One (layer, KV head) pair's representations (§3.2): routing projection, per span the summary, the
+// coarse means and the truncated SVDs; its rank statistics go to its own sums (prefill runs pairs in parallel).
+void SekvSelector::build_head(const TraceData& tr, int pair, const std::vector<float>& sur, int rmax,
+                              RankSums& su_pair) {
+  const size_t ms = spans_.size();
+  const int l = pair / kv_heads_, h = pair % kv_heads_;
+  HeadState& hs = heads_[size_t(pair)];
+  std::vector<float> ones;
+  const float* K = tr.k(l, h);
+  const float* V = tr.v(l, h);
+  hs.W = kernels().pca_projection({.keys = K, .n = P_, .d = d_, .d_proj = dp_});
+  hs.summaries.assign(ms * dp_, 0.f);
+  hs.kbar.assign(ms * d_, 0.f);
+  hs.vbar.assign(ms * d_, 0.f);
+  hs.fk.resize(ms);
+  hs.fv.resize(ms);
+  const int32_t zero[1] = {0};
+  for (size_t i = 0; i < ms; ++i) {
+    const Span sp = spans_[i];
+    const int64_t n = sp.len();
+    const float* wts;
+    if (no_surprisal_) {
+      ones.assign(size_t(n), 1.f);
+      wts = ones.data();
+    } else {
+      wts = sur.data() + sp.begin;
+    }
+    // eq. 2: w_t = H_t / sum H_k; k-bar = sum w_t K_t, v-bar likewise.
+    ref::segment_weighted_mean(K + int64_t(sp.begin) * d_, wts, n, d_, zero, hs.kbar.data() + i * d_);
+    ref::segment_weighted_mean(V + int64_t(sp.begin) * d_, wts, n, d_, zero, hs.vbar.data() + i * d_);
+    // eq. 3: W (sum w_t K_t), normalized (W linear, weights sum to 1).
+    float* su = hs.summaries.data() + i * dp_;
+    const float* kb = hs.kbar.data() + i * d_;
+    double nn = 0;
+    for (int j = 0; j < dp_; ++j) {
+      double a = 0;
+      for (int c = 0; c < d_; ++c) a += double(kb[c]) * hs.W[size_t(c) * dp_ + j];
+      su[j] = float(a);
+      nn += a * a;
+    }
+    if (nn > 0)
+      for (int j = 0; j < dp_; ++j) su[j] = float(su[j] / std::sqrt(nn));
+    // eq. 6-8 with the energy rule as the rank gates' stand-in.
+    hs.fk[i] = kernels().truncated_svd({.X = K + int64_t(sp.begin) * d_, .n = n, .d = d_,
+                                        .energy_fraction = o_.energy_fraction, .r_max = rmax});
+    hs.fv[i] = kernels().truncated_svd({.X = V + int64_t(sp.begin) * d_, .n = n, .d = d_,
+                                        .energy_fraction = o_.energy_fraction, .r_max = rmax});
+    const double cap = double(std::min<int64_t>({n, int64_t(d_), int64_t(rmax)}));
+    for (const ref::LowRankFactors* f : {&hs.fk[i], &hs.fv[i]}) {
+      su_pair.rank += f->rank;
+      su_pair.ratio += f->rank / cap;
+      ++su_pair.obs;
+    }
+    su_pair.disc_k += hs.fk[i].discarded_energy;
+    su_pair.tot_k += hs.fk[i].total_energy;
+    su_pair.disc_v += hs.fv[i].discarded_energy;
+    su_pair.tot_v += hs.fv[i].total_energy;
+  }
+}
+
+void SekvSelector::prefill(const TraceData& tr) {
+  layers_ = tr.layers;
+  kv_heads_ = tr.kv_heads;
+  d_ = tr.d;
+  P_ = tr.P;
+  const int rmax = std::max(1, int(std::llround(p_.max_rank)));
+  dp_ = std::clamp(int(std::llround(p_.routing_dim)), 1, d_);
+
+  // ---- segmentation (§3.1), shared by every layer and head ----
+  std::vector<float> sur;
+  if (tr.source) sur = tr.source->tokens().surprisal;
+  segment(sur);
 
   // ---- budget (the cost model's formula, params.hpp reconstruction_room: token-equivalents per layer
   // and KV head, with the measured full-resolution set and span count) ----
@@ -113,71 +179,11 @@ void SekvSelector::prefill(const TraceData& tr) {
   for (const Span& sp : spans_) coarse_bias_.push_back(ref::coarse_bias(sp.len()));
   rank_sum_ = rank_ratio_sum_ = disc_k_ = tot_k_ = disc_v_ = tot_v_ = 0;
   rank_obs_ = 0;
-  const size_t ms = spans_.size();
   // Every (layer, KV head) builds its own representations: in parallel, each with its own sums of the
   // rank statistics, added up in pair order afterwards (the same result for any thread count).
-  struct Sums {
-    double rank = 0, ratio = 0, disc_k = 0, tot_k = 0, disc_v = 0, tot_v = 0;
-    int64_t obs = 0;
-  };
-  std::vector<Sums> sums(size_t(layers_) * kv_heads_);
-  parallel_for(layers_ * kv_heads_, [&](int pair, int) {
-      const int l = pair / kv_heads_, h = pair % kv_heads_;
-      HeadState& hs = heads_[size_t(pair)];
-      Sums& su_pair = sums[size_t(pair)];
-      std::vector<float> ones;
-      const float* K = tr.k(l, h);
-      const float* V = tr.v(l, h);
-      hs.W = kernels().pca_projection({.keys = K, .n = P_, .d = d_, .d_proj = dp_});
-      hs.summaries.assign(ms * dp_, 0.f);
-      hs.kbar.assign(ms * d_, 0.f);
-      hs.vbar.assign(ms * d_, 0.f);
-      hs.fk.resize(ms);
-      hs.fv.resize(ms);
-      const int32_t zero[1] = {0};
-      for (size_t i = 0; i < ms; ++i) {
-        const Span sp = spans_[i];
-        const int64_t n = sp.len();
-        const float* wts;
-        if (no_surprisal_) {
-          ones.assign(size_t(n), 1.f);
-          wts = ones.data();
-        } else {
-          wts = sur.data() + sp.begin;
-        }
-        // eq. 2: w_t = H_t / sum H_k; k-bar = sum w_t K_t, v-bar likewise.
-        ref::segment_weighted_mean(K + int64_t(sp.begin) * d_, wts, n, d_, zero, hs.kbar.data() + i * d_);
-        ref::segment_weighted_mean(V + int64_t(sp.begin) * d_, wts, n, d_, zero, hs.vbar.data() + i * d_);
-        // eq. 3: W (sum w_t K_t), normalized (W linear, weights sum to 1).
-        float* su = hs.summaries.data() + i * dp_;
-        const float* kb = hs.kbar.data() + i * d_;
-        double nn = 0;
-        for (int j = 0; j < dp_; ++j) {
-          double a = 0;
-          for (int c = 0; c < d_; ++c) a += double(kb[c]) * hs.W[size_t(c) * dp_ + j];
-          su[j] = float(a);
-          nn += a * a;
-        }
-        if (nn > 0)
-          for (int j = 0; j < dp_; ++j) su[j] = float(su[j] / std::sqrt(nn));
-        // eq. 6-8 with the energy rule as the rank gates' stand-in.
-        hs.fk[i] = kernels().truncated_svd({.X = K + int64_t(sp.begin) * d_, .n = n, .d = d_,
-                                            .energy_fraction = o_.energy_fraction, .r_max = rmax});
-        hs.fv[i] = kernels().truncated_svd({.X = V + int64_t(sp.begin) * d_, .n = n, .d = d_,
-                                            .energy_fraction = o_.energy_fraction, .r_max = rmax});
-        const double cap = double(std::min<int64_t>({n, int64_t(d_), int64_t(rmax)}));
-        for (const ref::LowRankFactors* f : {&hs.fk[i], &hs.fv[i]}) {
-          su_pair.rank += f->rank;
-          su_pair.ratio += f->rank / cap;
-          ++su_pair.obs;
-        }
-        su_pair.disc_k += hs.fk[i].discarded_energy;
-        su_pair.tot_k += hs.fk[i].total_energy;
-        su_pair.disc_v += hs.fv[i].discarded_energy;
-        su_pair.tot_v += hs.fv[i].total_energy;
-      }
-  });
-  for (const Sums& x : sums) {
+  std::vector<RankSums> sums(size_t(layers_) * kv_heads_);
+  parallel_for(layers_ * kv_heads_, [&](int pair, int) { build_head(tr, pair, sur, rmax, sums[size_t(pair)]); });
+  for (const RankSums& x : sums) {
     rank_sum_ += x.rank;
     rank_ratio_sum_ += x.ratio;
     rank_obs_ += x.obs;
@@ -274,15 +280,17 @@ std::map<std::string, Statistic> SekvSelector::statistics() const {
   const int64_t nonlocal = P_ - w;
   const int64_t heads = int64_t(layers_) * kv_heads_;
   if (nonlocal > 0)
-    st["anchor_ratio"] = {double(int64_t(full_.size()) - w) / double(nonlocal), nonlocal,
+    st[param_table().name(&Params::anchor_ratio)] = {double(int64_t(full_.size()) - w) / double(nonlocal), nonlocal,
                           "full-resolution prompt tokens outside the local window (anchors + spans shorter than L_min) / non-local prompt tokens"};
   if (nonlocal > 0)
     st["boundary_ratio"] = {double(boundary_count_) / double(nonlocal), nonlocal,
                             "surprisal boundaries (anchors, H_t > mu + alpha sigma) / non-local prompt tokens"};
-  if (m > 0) st["mean_span_tokens"] = {double(comp) / double(m), m, "mean length of a compressed span (>= L_min)"};
+  if (m > 0)
+    st[param_table().name(&Params::mean_span_tokens)] = {double(comp) / double(m), m,
+                                                          "mean length of a compressed span (>= L_min)"};
   st["spans"] = {double(m), 1, "compressed spans m (per layer and KV head; segmentation is shared)"};
   if (zoom_obs_ > 0) {
-    st["zoom_rate"] = {zoom_tok_sum_ / double(zoom_obs_), zoom_obs_,
+    st[param_table().name(&Params::zoom_rate)] = {zoom_tok_sum_ / double(zoom_obs_), zoom_obs_,
                        "tokens of zoomed spans / tokens in compressed spans, per step, layer and KV head"};
     st["zoom_span_rate"] = {zoom_span_sum_ / double(zoom_obs_), zoom_obs_,
                             "zoomed spans / compressed spans, per step, layer and KV head"};

@@ -78,6 +78,15 @@ class SekvSelector final : public KernelSelector {
   double rank_sum_ = 0, rank_ratio_sum_ = 0, disc_k_ = 0, tot_k_ = 0, disc_v_ = 0, tot_v_ = 0;
   int64_t rank_obs_ = 0;
   int64_t boundary_count_ = 0, short_tokens_ = 0, local_tokens_ = 0;
+
+  // One (layer, KV head)'s sums of the rank statistics; prefill adds them up in pair order afterwards.
+  struct RankSums {
+    double rank = 0, ratio = 0, disc_k = 0, tot_k = 0, disc_v = 0, tot_v = 0;
+    int64_t obs = 0;
+  };
+  // Pieces of prefill(): the segmentation (§3.1) shared by every head, then one head's representations (§3.2).
+  void segment(const std::vector<float>& sur);
+  void build_head(const TraceData& tr, int pair, const std::vector<float>& sur, int rmax, RankSums& su_pair);
 };
 
 }  // namespace kvsim::policies::sekv

@@ -1,4 +1,4 @@
-// sentencekv on the replay's one budget axis (traces/replay/budget.hpp, docs/replay.md § Budgets): a
+// sentencekv on the replay's one budget axis (replay/budget.hpp, docs/replay.md § Budgets): a
 // budget B = "about B tokens attended per step, per layer and KV head" mapped to sentencekv's own knobs:
 // token_budget tau = B. Tau already counts the always-resident sinks and recent tokens (§4.1: tau is "the
 // maximum number of tokens we can keep in GPU memory during decoding"; cost.cpp, selector.cpp), so the

@@ -65,6 +65,7 @@ class SentenceKvPolicy final : public Policy {
            "(seed 001)";
   }
   const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
+  const std::vector<BudgetKnob>& budget_knobs() const override { return param_table().knobs(); }
   static bool on_gpu(const Params& p) { return int(p.kept_kv_on) == kGpu; }
   // Contiguous tokens per sentence bucket on the CPU: the retrievable kept tokens over the sentences
   // that hold them.

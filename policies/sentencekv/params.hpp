@@ -22,7 +22,9 @@ inline const ParamTable<Params>& param_table() {
       {&Params::reselect, {"reselect", 0, Range::between(0, 1), true, "when sentences are rescored and reloaded: per_step (Algorithm 1) or per_sentence (§4.2 prose)", {"per_step", "per_sentence"}}},
       {&Params::kept_kv_on, {"kept_kv_on", 0, Range::between(0, 1), true, "where the kept KV lives: cpu (the paper, §4.1 'offload them to CPU memory': selected sentences copied CPU->GPU per selection) or gpu (the public code: kept KV in HBM, dense attention over it with a mask)", {"cpu", "gpu"}}},
       {&Params::kept_sentences, {"kept_sentences", 0, Range::between(0, 1e8), false, "sentences holding at least one retrievable kept token (each has a mean key per layer and KV head, eq. 1); 0 = the analytical estimate (kept tokens spread uniformly, §A.7); a trace supplies the measured count"}},
-  }};
+  },
+      // budget knobs (model/budget_knob.hpp): the grids the target search and capacity planning walk
+      {{&Params::token_budget, KnobGrid::tokens()}}};
   return table;
 }
 

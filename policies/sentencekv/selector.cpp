@@ -241,7 +241,8 @@ class SentenceKvSelector final : public KernelSelector {
 
   std::map<std::string, Statistic> statistics() const override {
     std::map<std::string, Statistic> m;
-    m["mean_sentence_tokens"] = {mean_sentence_, int64_t(starts_.size()), "mean prompt sentence length: P / sentences"};
+    m[param_table().name(&Params::mean_sentence_tokens)] = {mean_sentence_, int64_t(starts_.size()),
+                                                            "mean prompt sentence length: P / sentences"};
     m["sentences_per_fetch"] = {fetches_ ? fetch_sentences_ / double(fetches_) : 0, fetches_,
                                 "sentences retrieved per selection, per layer and KV head"};
     m["tokens_per_fetch"] = {fetches_ ? fetch_tokens_ / double(fetches_) : 0, fetches_,
@@ -255,7 +256,7 @@ class SentenceKvSelector final : public KernelSelector {
     m["reselections"] = {double(reselections_), steps_, "decode steps that rescored sentences"};
     m["kept_tokens"] = {kept_total_, int64_t(layers_.size()),
                         "prompt tokens kept for retrieval at prefill per layer (floor(r tau) - sinks - recent)"};
-    m["kept_sentences"] = {kept_sentences_, int64_t(layers_.size()),
+    m[param_table().name(&Params::kept_sentences)] = {kept_sentences_, int64_t(layers_.size()),
                            "prompt sentences holding at least one kept token (one vector per KV head), per layer"};
     m["selected_fraction"] = {sel_n_ ? sel_sum_ / double(sel_n_) : 0, sel_n_,
                               "attended tokens / (p + 1) per decode step, layer and KV head"};

@@ -1,4 +1,4 @@
-// snapkv on the replay's one budget axis (traces/replay/budget.hpp, docs/replay.md § Budgets): a
+// snapkv on the replay's one budget axis (replay/budget.hpp, docs/replay.md § Budgets): a
 // budget B = "about B tokens attended per step, per layer and KV head" mapped to snapkv's own knobs:
 // budget_tokens = B (observation window included, as SnapKV counts it). Returns false when no configuration attends about that few tokens.
 #include <algorithm>

@@ -17,6 +17,7 @@ class SnapKvPolicy final : public Policy {
   std::string_view name() const override { return "snapkv"; }
   std::string_view summary() const override { return "prefill-time top-k tokens per KV head from an observation window (SnapKV)"; }
   const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
+  const std::vector<BudgetKnob>& budget_knobs() const override { return param_table().knobs(); }
   static double kept(const Params& p, double prompt) { return std::min(prompt, p.budget_tokens); }
   MemoryDemand memory(const Deployment& d, const ParamValues& values, double prompt, double output) const override {
     const Params p = param_table().read(values);

@@ -1,4 +1,4 @@
-// streaming on the replay's one budget axis (traces/replay/budget.hpp, docs/replay.md § Budgets): a
+// streaming on the replay's one budget axis (replay/budget.hpp, docs/replay.md § Budgets): a
 // budget B = "about B tokens attended per step, per layer and KV head" mapped to streaming's own knobs:
 // sinks kept, window = B - sinks. Returns false when no configuration attends about that few tokens.
 #include <algorithm>

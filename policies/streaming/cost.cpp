@@ -15,6 +15,7 @@ class StreamingPolicy final : public Policy {
   std::string_view name() const override { return "streaming"; }
   std::string_view summary() const override { return "attention sinks + a sliding window of recent tokens (StreamingLLM)"; }
   const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
+  const std::vector<BudgetKnob>& budget_knobs() const override { return param_table().knobs(); }
   static double kept(const Params& p, double tokens) { return std::min(tokens, p.sinks + p.window); }
   MemoryDemand memory(const Deployment& d, const ParamValues& values, double prompt, double output) const override {
     const Params p = param_table().read(values);

@@ -14,7 +14,9 @@ inline const ParamTable<Params>& param_table() {
   static const ParamTable<Params> table{"streaming", {
       {&Params::sinks, {"sinks", 4, Range::between(0, 1e7), true, "initial tokens always kept (StreamingLLM: 4 attention sinks)"}},
       {&Params::window, {"window", 1020, Range::between(1, 1e8), true, "most recent tokens kept; sinks + window = 1024, the budget the seeds compare baselines at"}},
-  }};
+  },
+      // budget knobs (model/budget_knob.hpp): the grids the target search and capacity planning walk
+      {{&Params::window, KnobGrid::tokens()}}};
   return table;
 }
 

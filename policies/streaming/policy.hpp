@@ -1,4 +1,4 @@
-// streaming: the two faces of the policy that the registry (policies/registry.cpp) lists — its cost model
+// streaming: the faces of the policy that its registry line (policies/builtin.hpp) lists — its cost model
 // (cost.cpp: memory, prefill and decode phases for the planner and simulator) and its trace selector
 // (selector.cpp: the real selection on a captured or synthetic trace, for `kvsim replay`), and its
 // place on the replay's one budget axis (budget.cpp).

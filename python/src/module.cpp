@@ -31,11 +31,11 @@
 #include "sweep/result_store.hpp"
 #include "sweep/runner.hpp"
 #include "sweep/spec.hpp"
-#include "sweep/target_search.hpp"
+#include "sweep/target_plan.hpp"
 #include "traces/format/profile.hpp"
 #include "traces/format/trace_file.hpp"
 #include "traces/format/trace_info.hpp"
-#include "traces/replay/session.hpp"
+#include "replay/session.hpp"
 
 namespace py = pybind11;
 using json = nlohmann::json;
@@ -92,42 +92,32 @@ std::string target_plan(const std::string& text, const std::string& name, const 
   if ((tpot_ms > 0) == (throughput > 0))
     throw_input_error("target_plan", 0, "tpot_ms", "give exactly one of tpot_ms and throughput (both > 0)");
   const Scenario s = scenario_from(text, name, policies, sets);
-  const Deployment dep = make_deployment(s);
-  Scenario ideal = s;
-  ideal.calibration = Calibration{};
-  const Deployment bound = make_deployment(ideal);
   const Floor floor = floor_of(trace, min_recall, max_error, "target_plan");
+  sweep::TargetPlanRequest r;  // the CLI's request (sweep/target_plan.hpp), its answers as flat dicts
+  r.target.kind = tpot_ms > 0 ? sweep::Target::Kind::tpot : sweep::Target::Kind::throughput;
+  r.target.value = tpot_ms > 0 ? tpot_ms * 1e-3 : throughput;
+  r.target.min_recall = floor.min_recall;
+  r.target.max_error = floor.max_error;
+  if (!trace.empty()) r.quality = &floor.fn;
+  r.trace = trace;
   json out = json::array();
-  for (int64_t ctx : s.workload.context_tokens)
-    for (const PolicyChoice& pc : s.policies) {
-      sweep::TargetProblem p;
-      p.deployment = &dep;
-      p.roofline = &bound;
-      p.policy = pc.policy;
-      p.base = pc.params;
-      p.context = ctx;
-      p.output = s.workload.output_tokens;
-      p.target.kind = tpot_ms > 0 ? sweep::Target::Kind::tpot : sweep::Target::Kind::throughput;
-      p.target.value = tpot_ms > 0 ? tpot_ms * 1e-3 : throughput;
-      p.target.min_recall = floor.min_recall;
-      p.target.max_error = floor.max_error;
-      if (floor.any()) p.knobs = sweep::budget_knobs(*pc.policy, ctx);
-      const sweep::TargetAnswer a = sweep::plan_target(p, floor.fn);
-      json e = {{"policy", std::string(pc.policy->name())}, {"context_tokens", ctx}, {"feasible", a.feasible}};
-      if (a.feasible) {
-        e["params"] = params_json(*pc.policy, a.params);
-        e["batch"] = a.batch;
-        e["tpot_s"] = a.estimate.tpot_s;
-        e["throughput_tok_s"] = a.estimate.throughput_tok_s;
-        e["binding"] = a.binding;
-        if (a.quality)
-          e["quality"] = {{"recall", a.quality->recall},
-                          {"output_error", a.quality->error ? json(*a.quality->error) : json(nullptr)}};
-      } else {
-        e["failure"] = a.failure;
-      }
-      out.push_back(e);
+  for (const sweep::TargetPlanEntry& an : sweep::plan_targets(s, r)) {
+    const sweep::TargetAnswer& a = an.answer;
+    json e = {{"policy", std::string(a.policy->name())}, {"context_tokens", an.context}, {"feasible", a.feasible}};
+    if (a.feasible) {
+      e["params"] = params_json(*a.policy, a.params);
+      e["batch"] = a.batch;
+      e["tpot_s"] = a.estimate.tpot_s;
+      e["throughput_tok_s"] = a.estimate.throughput_tok_s;
+      e["binding"] = a.binding;
+      if (a.quality)
+        e["quality"] = {{"recall", a.quality->recall},
+                        {"output_error", a.quality->error ? json(*a.quality->error) : json(nullptr)}};
+    } else {
+      e["failure"] = a.failure;
     }
+    out.push_back(e);
+  }
   return out.dump();
 }
 

@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "kernels/validate/parallel_time.hpp"
-#include "kernels/validate/validate.hpp"
+#include "validate/parallel_time.hpp"
+#include "validate/validate.hpp"
 
 namespace {
 using namespace kvsim;

@@ -4,7 +4,7 @@
 // once, on first use, with the same build flags).
 #include <benchmark/benchmark.h>
 
-#include "traces/replay/replay.hpp"
+#include "replay/replay.hpp"
 #include "traces/synthetic/synthetic.hpp"
 
 namespace {

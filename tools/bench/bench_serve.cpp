@@ -35,8 +35,8 @@ void BM_Serve(benchmark::State& state, std::string policy) {
 }
 
 [[maybe_unused]] const bool registered = [] {
-  for (const char* p : {"full", "streaming", "snapkv", "quest", "chess", "sentencekv", "chunkkv", "sekv", "ctkvr"})
-    benchmark::RegisterBenchmark((std::string("BM_Serve/") + p).c_str(), BM_Serve, std::string(p))
+  for (const std::string& p : policy_names())  // every registered policy, in the registry's order
+    benchmark::RegisterBenchmark(("BM_Serve/" + p).c_str(), BM_Serve, p)
         ->Unit(benchmark::kSecond)
         ->UseRealTime()
         ->Iterations(1);

@@ -5,10 +5,14 @@
 #
 #   tools/dev/compare-outputs.sh OLD_KVSIM NEW_KVSIM [WORKDIR]
 #
-# Measured times (the replay's performance block and select_s, the sweep's points/s) are dropped
-# before comparing. Compared: `plan --format json` on every scenario under scenarios/ (including the ones that fail,
-# whose error text and exit status are compared), `reproduce --format json`, `sweep` on
-# scenarios/sweeps/budgets.yaml, and `replay --format json` on the tiny preset trace.
+# Measured times (the replay's performance block, select_s and prefill_s, the sweep's points/s) are
+# dropped before comparing. Compared: `plan --format json` on every scenario under scenarios/ (including
+# the ones that fail, whose error text and exit status are compared), `reproduce --format json`, `sweep`
+# on scenarios/sweeps/budgets.yaml, `replay` on the tiny preset trace (JSON, CSV with a budget sweep, and
+# with --policy on a scenario that sets the policies' parameters, plus --set), the target plan with and
+# without a quality floor (JSON and table), `serve` on scenarios/serving/default.yaml (its seed is fixed;
+# summary, per-request CSV and timeline), `capacity` on the worked example of docs/serving.md, the
+# timelines, the library listings and `policy show` of every policy.
 set -uo pipefail
 old=$(realpath "$1"); new=$(realpath "$2"); work=${3:-$(mktemp -d)}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,10 +31,17 @@ run() {  # run NAME ARGS... : the command with each binary, stdout+stderr+status
   # and the sweep's points/s on stderr. Everything else must match.
   for side in old new; do
     sed -i -E 's/\([0-9.]+ points\/s/(N points\/s/' "$work/$side/$name.err"
-    if [[ $name == replay_tiny ]] && [[ -s $work/$side/$name.out ]]; then
+    # serve's and capacity's progress lines: their speed, and the order in which policies (run
+    # concurrently) finish
+    if [[ $name == serve_* || $name == capacity_* ]]; then
+      sed -i -E -e 's/ in [0-9.]+ s \([0-9]+ requests\/s, [0-9]+ iterations\/s\)/ in N s/' \
+        -e 's/ \([0-9]+\/([0-9]+)\): / (k\/\1): /' "$work/$side/$name.err"
+      sort -o "$work/$side/$name.err" "$work/$side/$name.err"
+    fi
+    if [[ $name == replay_tiny* ]] && [[ $name != *_csv ]] && [[ -s $work/$side/$name.out ]]; then
       python3 -c 'import json,sys
 def strip(x):
-    if isinstance(x, dict): return {k: strip(v) for k, v in x.items() if k != "performance" and k != "select_s"}
+    if isinstance(x, dict): return {k: strip(v) for k, v in x.items() if k not in ("performance", "select_s", "prefill_s")}
     if isinstance(x, list): return [strip(v) for v in x]
     return x
 p = sys.argv[1]; d = json.load(open(p)); open(p, "w").write(json.dumps(strip(d), indent=2))' "$work/$side/$name.out"
@@ -54,6 +65,26 @@ cmp -s "$work/old/budgets.csv" "$work/new/budgets.csv" || { echo "DIFFERS: budge
 "$new" trace gen --preset tiny -o "$work/tiny.safetensors" >/dev/null 2>&1
 run replay_tiny replay "$work/tiny.safetensors" --format json
 run replay_tiny_csv replay "$work/tiny.safetensors" --format csv --policy chess --policy ctkvr --budget-sweep
+cat >"$work/params.yaml" <<YAML
+hardware: h100-sxm
+model: llama-3.1-8b
+workload: {context_tokens: 65536, output_tokens: 512}
+policies: [{name: chess, rho_page: 0.3}, {name: ctkvr, probes: 8}, quest]
+YAML
+run replay_tiny_scenario replay "$work/tiny.safetensors" "$work/params.yaml" --policy chess --policy ctkvr \
+  --set chess.rho_chunk=0.5 --format json --max-steps 16
+target="--context 4096 --policy quest --policy chess --policy ctkvr --policy sekv --target-tpot 30"
+run target_plan plan $target --format json
+run target_plan_floor plan $target --min-recall 0.9 --trace "$work/tiny.safetensors" --trace-max-steps 16 --format json
+run target_plan_floor_table plan $target --min-recall 0.9 --max-output-error 0.5 --trace "$work/tiny.safetensors" \
+  --trace-max-steps 16 --knob sekv.max_rank=8,32
+run serve_default serve "$root/scenarios/serving/default.yaml" --format json --requests-csv serve_requests.csv \
+  --timeline serve_timeline.json
+for f in serve_requests.csv serve_timeline.json; do
+  cmp -s "$work/old/$f" "$work/new/$f" || { echo "DIFFERS: $f"; bad=$((bad + 1)); }
+done
+run serve_table serve "$root/scenarios/serving/default.yaml"
+run capacity_worked capacity --rate 4 --slo-ttft-p99 2s --slo-tpot-p99 50ms --requests 2000 --format json
 run timeline_plan plan "$root/scenarios/default.yaml" --timeline plan_timeline.json
 cmp -s "$work/old/plan_timeline.json" "$work/new/plan_timeline.json" || { echo "DIFFERS: plan_timeline.json"; bad=$((bad + 1)); }
 run timeline_replay replay "$work/tiny.safetensors" --format csv --timeline replay_timeline.json

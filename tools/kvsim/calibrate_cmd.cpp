@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "core/atomic_file.hpp"
-#include "kernels/validate/published.hpp"
+#include "validate/published.hpp"
 #include "model/library.hpp"
 
 namespace kvsim {

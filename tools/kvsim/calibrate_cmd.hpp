@@ -1,6 +1,6 @@
 // `kvsim calibrate published`: GPU efficiency curves fitted to kernel measurements others published
 // (scenarios/measurements/gpu-published.yaml), one calibration file per library GPU, and the report
-// docs/validation/gpu-published.md (kernels/validate/published.hpp).
+// docs/validation/gpu-published.md (validate/published.hpp).
 #pragma once
 #include <CLI/CLI.hpp>
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/validate/parallel_time.hpp"
+#include "validate/parallel_time.hpp"
 
 namespace kvsim {
 

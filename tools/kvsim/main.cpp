@@ -1,6 +1,5 @@
-// kvsim command line. Subcommands: plan, sweep, trace, replay, study, reproduce, validate, calibrate, hardware, host,
-// model, policy,
-// bench.
+// kvsim command line. Subcommands: plan, sweep, serve, capacity, trace, replay, study, reproduce, validate,
+// calibrate, hardware, host, model, policy, bench.
 // Input errors print one line naming file, line, field, value and what is allowed, and exit 2.
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -121,14 +120,8 @@ int run_bench(std::vector<std::string> args) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"kvsim: cost model and simulator for long-context LLM decoding under KV-cache selection policies"};
-  app.set_version_flag("--version", std::string("kvsim ") + KVSIM_VERSION);
-  app.require_subcommand(1);
-
-  PlanOptions plan;
+// The `plan` subcommand's options, bound to `plan`.
+CLI::App* add_plan_command(CLI::App& app, PlanOptions& plan) {
   auto* cmd_plan = app.add_subcommand("plan", "memory, max batch, TTFT, TPOT and throughput per policy");
   cmd_plan->add_option("scenario", plan.scenario, "scenario YAML (default: scenarios/default.yaml)");
   cmd_plan->add_option("--format", plan.format, "output format")->check(CLI::IsMember({"table", "json", "csv"}));
@@ -145,6 +138,101 @@ int main(int argc, char** argv) {
   cmd_plan->add_option("--policy", plan.o.policies, "policy name (repeatable; replaces the scenario's list)");
   cmd_plan->add_option("--set", plan.o.sets, "POLICY.PARAM=VALUE (repeatable)");
   plan.target = add_target_options(*cmd_plan);
+  return cmd_plan;
+}
+
+// The library subcommands (hardware, host, model, policy: list or show) and host probe, with what they parse into.
+struct LibraryCommands {
+  std::string name, fmt = "table";
+  CLI::App *hw = nullptr, *host = nullptr, *model = nullptr, *policy = nullptr, *probe = nullptr;
+  std::string probe_name = "this-host";
+  double probe_seconds = 2.0;
+};
+
+// Registers the library subcommands, in the order their help lists them, bound to `lc`.
+void add_library_commands(CLI::App& app, LibraryCommands& lc) {
+  auto add_library_cmd = [&](const char* cmd, const char* what) {
+    auto* c = app.add_subcommand(cmd, std::string("list or show ") + what + " in the library");
+    c->require_subcommand(1);
+    c->add_subcommand("list", std::string("list ") + what);
+    auto* show = c->add_subcommand("show", std::string("show one ") + what);
+    show->add_option("name", lc.name, "name or path")->required();
+    show->add_option("--format", lc.fmt, "output format")->check(CLI::IsMember({"table", "json"}));
+    return c;
+  };
+  lc.hw = add_library_cmd("hardware", "GPUs");
+  lc.host = add_library_cmd("host", "hosts");
+  lc.model = add_library_cmd("model", "models");
+  lc.policy = add_library_cmd("policy", "policies");
+  lc.probe = lc.host->add_subcommand("probe",
+                                     "measure this machine's DRAM bandwidth and fp32 FLOP/s; print a host YAML");
+  lc.probe->add_option("--name", lc.probe_name, "name field of the profile");
+  lc.probe->add_option("--seconds", lc.probe_seconds, "time per measurement")->check(CLI::Range(0.1, 600.0));
+}
+
+// Runs the library subcommand that was parsed (hardware, host, model: list or show; policy: list or show);
+// -1 when none was.
+int run_library_command(const LibraryCommands& lc) {
+  const std::string& name = lc.name;
+  const std::string& fmt = lc.fmt;
+  CLI::App* const cmd_hw = lc.hw;
+  CLI::App* const cmd_host = lc.host;
+  CLI::App* const cmd_model = lc.model;
+  CLI::App* const cmd_policy = lc.policy;
+  struct Lib {
+    CLI::App* cmd;
+    LibraryKind kind;
+  };
+  for (Lib lib : {Lib{cmd_hw, LibraryKind::hardware}, Lib{cmd_host, LibraryKind::host},
+                  Lib{cmd_model, LibraryKind::model}}) {
+    if (!lib.cmd->parsed()) continue;
+    if (lib.cmd->got_subcommand("list")) { list_kind(lib.kind); return 0; }
+    const std::string path = resolve(lib.kind, name, "command line", 0, kind_label(lib.kind));
+    nlohmann::json j = lib.kind == LibraryKind::hardware ? gpu_json(load_gpu_file(path))
+                       : lib.kind == LibraryKind::host   ? host_json(load_host_file(path))
+                                                         : model_json(load_model_file(path));
+    j["file"] = path;
+    if (fmt == "json") std::printf("%s\n", j.dump(2).c_str());
+    else print_kv(j);
+    return 0;
+  }
+  if (cmd_policy->parsed()) {
+    if (cmd_policy->got_subcommand("list")) {
+      for (const Policy* p : all_policies())
+        std::printf("%-12s %s\n", std::string(p->name()).c_str(), std::string(p->summary()).c_str());
+      return 0;
+    }
+    const Policy* p = find_policy(name);
+    if (!p) {
+      throw_input_error("command line", 0, "policy",
+                        "unknown policy '" + name + "'" + suggestion(name, policy_names()) + "; available: " +
+                            join(policy_names()));
+    }
+    const nlohmann::json j = policy_json(*p);
+    if (fmt == "json") {
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::printf("%s: %s\n", std::string(p->name()).c_str(), std::string(p->summary()).c_str());
+      if (p->params().empty()) std::printf("  (no parameters)\n");
+      for (const auto& s : p->params())
+        std::printf("  %-20s default %-12s %-22s %s\n", s.name.c_str(), param_text(s, s.default_value).c_str(),
+                    (s.choices.empty() ? "range " + s.range.describe() : "one of " + join(s.choices)).c_str(),
+                    s.doc.c_str());
+    }
+    return 0;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kvsim: cost model and simulator for long-context LLM decoding under KV-cache selection policies"};
+  app.set_version_flag("--version", std::string("kvsim ") + KVSIM_VERSION);
+  app.require_subcommand(1);
+
+  PlanOptions plan;
+  CLI::App* cmd_plan = add_plan_command(app, plan);
   SweepCommand* sweep_cmd = add_sweep_command(app);
 
   TraceCommands* trace_cmds = add_trace_commands(app);
@@ -155,27 +243,9 @@ int main(int argc, char** argv) {
   CalibrateCommand* calibrate_cmd = add_calibrate_command(app);
   ServeCommands* serve_cmds = add_serve_commands(app);
 
-  std::string name, fmt = "table";
-  auto add_library_cmd = [&](const char* cmd, const char* what) {
-    auto* c = app.add_subcommand(cmd, std::string("list or show ") + what + " in the library");
-    c->require_subcommand(1);
-    c->add_subcommand("list", std::string("list ") + what);
-    auto* show = c->add_subcommand("show", std::string("show one ") + what);
-    show->add_option("name", name, "name or path")->required();
-    show->add_option("--format", fmt, "output format")->check(CLI::IsMember({"table", "json"}));
-    return c;
-  };
-  auto* cmd_hw = add_library_cmd("hardware", "GPUs");
-  auto* cmd_host = add_library_cmd("host", "hosts");
-  auto* cmd_model = add_library_cmd("model", "models");
-  auto* cmd_policy = add_library_cmd("policy", "policies");
-  std::string probe_name = "this-host";
-  double probe_seconds = 2.0;
-  auto* cmd_probe = cmd_host->add_subcommand("probe", "measure this machine's DRAM bandwidth and fp32 FLOP/s; print a host YAML");
-  cmd_probe->add_option("--name", probe_name, "name field of the profile");
-  cmd_probe->add_option("--seconds", probe_seconds, "time per measurement")->check(CLI::Range(0.1, 600.0));
+  LibraryCommands lib;
+  add_library_commands(app, lib);
 
-  std::vector<std::string> bench_args;
   auto* cmd_bench = app.add_subcommand("bench", "run kvsim's Google Benchmarks (pass --benchmark_* options)");
   cmd_bench->allow_extras();
   cmd_bench->prefix_command();
@@ -197,52 +267,11 @@ int main(int argc, char** argv) {
     if (const int rc = run_calibrate_command(*calibrate_cmd, argc, argv); rc >= 0) return rc;
     if (const int rc = run_serve_commands(*serve_cmds); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
-    if (cmd_probe->parsed()) {
-      std::printf("%s", probe_host_yaml(probe_name, probe_seconds).c_str());
+    if (lib.probe->parsed()) {
+      std::printf("%s", probe_host_yaml(lib.probe_name, lib.probe_seconds).c_str());
       return 0;
     }
-    struct Lib {
-      CLI::App* cmd;
-      LibraryKind kind;
-    };
-    for (Lib lib : {Lib{cmd_hw, LibraryKind::hardware}, Lib{cmd_host, LibraryKind::host},
-                    Lib{cmd_model, LibraryKind::model}}) {
-      if (!lib.cmd->parsed()) continue;
-      if (lib.cmd->got_subcommand("list")) { list_kind(lib.kind); return 0; }
-      const std::string path = resolve(lib.kind, name, "command line", 0, kind_label(lib.kind));
-      nlohmann::json j = lib.kind == LibraryKind::hardware ? gpu_json(load_gpu_file(path))
-                         : lib.kind == LibraryKind::host   ? host_json(load_host_file(path))
-                                                           : model_json(load_model_file(path));
-      j["file"] = path;
-      if (fmt == "json") std::printf("%s\n", j.dump(2).c_str());
-      else print_kv(j);
-      return 0;
-    }
-    if (cmd_policy->parsed()) {
-      if (cmd_policy->got_subcommand("list")) {
-        for (const Policy* p : all_policies())
-          std::printf("%-12s %s\n", std::string(p->name()).c_str(), std::string(p->summary()).c_str());
-        return 0;
-      }
-      const Policy* p = find_policy(name);
-      if (!p) {
-        throw_input_error("command line", 0, "policy",
-                          "unknown policy '" + name + "'" + suggestion(name, policy_names()) + "; available: " +
-                              join(policy_names()));
-      }
-      const nlohmann::json j = policy_json(*p);
-      if (fmt == "json") {
-        std::printf("%s\n", j.dump(2).c_str());
-      } else {
-        std::printf("%s: %s\n", std::string(p->name()).c_str(), std::string(p->summary()).c_str());
-        if (p->params().empty()) std::printf("  (no parameters)\n");
-        for (const auto& s : p->params())
-          std::printf("  %-20s default %-12s %-22s %s\n", s.name.c_str(), param_text(s, s.default_value).c_str(),
-                      (s.choices.empty() ? "range " + s.range.describe() : "one of " + join(s.choices)).c_str(),
-                      s.doc.c_str());
-      }
-      return 0;
-    }
+    if (const int rc = run_library_command(lib); rc >= 0) return rc;
   } catch (const InputError& e) {
     std::fprintf(stderr, "kvsim: error: %s\n", e.what());
     return 2;

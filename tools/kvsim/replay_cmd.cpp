@@ -5,7 +5,7 @@
 
 #include "core/atomic_file.hpp"
 #include "tools/kvsim/progress.hpp"
-#include "traces/replay/session.hpp"
+#include "replay/session.hpp"
 
 namespace kvsim {
 

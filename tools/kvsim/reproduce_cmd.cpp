@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.hpp"
+#include "core/csv.hpp"
 #include "model/report.hpp"
 #include "model/reproduction.hpp"
 #include "policies/registry.hpp"

@@ -8,7 +8,7 @@
 #include "model/policy.hpp"
 #include "model/scenario.hpp"
 #include "core/units.hpp"
-#include "traces/replay/studies.hpp"
+#include "replay/studies.hpp"
 #include "traces/format/trace_file.hpp"
 #include "policies/registry.hpp"
 #include "core/format.hpp"

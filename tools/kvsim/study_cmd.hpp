@@ -1,5 +1,5 @@
 // `kvsim study query-similarity|topk-overlap|layer-jaccard TRACE`: tests of the seed papers' premises
-// on a trace (traces/replay/studies.hpp, docs/findings.md).
+// on a trace (replay/studies.hpp, docs/findings.md).
 #pragma once
 #include <CLI/CLI.hpp>
 

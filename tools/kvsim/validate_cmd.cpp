@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "kernels/cuda_device.hpp"
-#include "kernels/validate/validate.hpp"
+#include "validate/validate.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "model/library.hpp"
@@ -99,7 +99,7 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
       ce.machine.host_compute = h.fp32;
       ce.source = "host profile " + path;
     } else {
-      // Measured now, by the same timer and statistic as the kernels (see kernels/validate/ceilings.cpp).
+      // Measured now, by the same timer and statistic as the kernels (see validate/ceilings.cpp).
       const validate::Timer t = validate::cpu_timer(c.clock == "wall");
       const validate::HostCeilingsMeasured h = validate::measure_host_ceilings(ce.threads, t, o);
       ce.name = host_cpu_model();

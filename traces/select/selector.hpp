@@ -13,7 +13,8 @@
 //
 // Parameters are the cost model's (policies/<name>/params.hpp: same names, defaults and ranges), so a scenario's
 // `--set chess.rho_page=0.2` means the same thing in `plan` and `replay`. Statistics a selector
-// measures (CTKVR's dedup ratio, SEKV's zoom rate, ...) are reported under those parameter names, and
+// measures (CTKVR's dedup ratio, SEKV's zoom rate, ...) are reported under those parameter names (taken
+// from the parameter table's typed field: param_table().name(&Params::dedup)), and
 // the planner reruns with them: that is how a trace drives the simulator.
 #pragma once
 #include <cstdint>

@@ -187,7 +187,14 @@ void SyntheticTrace::build_text() {
   const double change = std::min(1.0, c.mean_sentence_tokens / c.drift_steps);
   fill(P, T, 1.0 - change);
 
-  // Token ids, surprisal, entropy.
+  build_token_stats(topic_change);
+}
+
+// Token ids (by sentence position and topic), surprisal, entropy and the query positions: one pass over T.
+void SyntheticTrace::build_token_stats(const std::vector<uint8_t>& topic_change) {
+  const SyntheticConfig& c = cfg_;
+  const uint64_t s = c.seed;
+  const int64_t P = c.prompt_tokens, T = P + c.generated_tokens;
   TraceTokens& tk = tokens_;
   tk.token_ids.resize(size_t(T));
   tk.surprisal.resize(size_t(T));

@@ -166,6 +166,8 @@ class SyntheticTrace final : public TraceSource {
   void key_rows(int layer_slot, int kv_slot, int64_t t0, int64_t t1, float* out, bool rotate) const;
   void query_rows(int layer_slot, int q_slot, int64_t s0, int64_t s1, float* out, bool rotate) const;
   void build_text();
+  // build_text's second half: token ids and the per-token statistics, once sentences and topics are set.
+  void build_token_stats(const std::vector<uint8_t>& topic_change);
   void build_heads();
 };
 

@@ -14,6 +14,7 @@ class OraclePolicy final : public Policy {
   std::string_view name() const override { return "oracle"; }
   std::string_view summary() const override { return "test-only: the exact top-k tokens by q.k every step"; }
   const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
+  const std::vector<BudgetKnob>& budget_knobs() const override { return param_table().knobs(); }
   MemoryDemand memory(const Deployment& d, const ParamValues&, double prompt, double output) const override {
     MemoryDemand m;
     m.kv_hbm_per_seq = (prompt + output) * d.kv_bytes_per_token();

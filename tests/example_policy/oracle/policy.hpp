@@ -1,5 +1,5 @@
-// oracle: the two faces and the budget axis of the test-only policy the registry lists when built
-// with KVSIM_EXAMPLE_POLICY (tests/example_policy/README.md).
+// oracle: the faces of the test-only policy that kvsim-example-policy's registry table lists
+// (tests/example_policy/table.cpp, tests/example_policy/README.md).
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,0 +1,436 @@
+#include "validate/published.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "core/format.hpp"
+#include "core/yaml_reader.hpp"
+
+namespace kvsim::validate {
+
+namespace {
+
+const std::vector<std::string> kFamilies = {"decode_attention", "sparse_attention", "h2d_copy", "d2h_copy",
+                                            "scattered_copy",   "gemv",             "gemm",     "topk",
+                                            "launch"};
+
+double dtype_bytes(const std::string& t) {
+  if (t == "fp32") return 4;
+  if (t == "fp8") return 1;
+  return 2;  // fp16, bf16 (and the default)
+}
+
+// The curve a family's points belong to.
+struct CurveKey {
+  PhaseKind kind;
+  Ceiling ceiling;
+  CurveVariable x;
+  std::string name() const {
+    return std::string(to_string(kind)) + "/" + std::string(kCeilingNames[size_t(ceiling)]);
+  }
+  bool operator<(const CurveKey& o) const {
+    return std::tie(kind, ceiling) < std::tie(o.kind, o.ceiling);
+  }
+};
+
+// The FLOPs of a matrix product and the bytes it moves: the n x k weights, the m x k input and the
+// m x n output (gemv: m = 1).
+double matmul_flops(const PublishedPoint& p) { return 2 * std::max(1.0, p.m) * p.n * p.k; }
+double matmul_bytes(const PublishedPoint& p) {
+  const double m = p.m > 0 ? p.m : 1;
+  return (p.n * p.k + m * (p.n + p.k)) * dtype_bytes(p.dtype);
+}
+
+// A gemm point measures the HBM ceiling when its arithmetic intensity is below the GPU's ridge
+// (tensor peak / HBM bandwidth: a skinny decode GEMM of a few tokens streams its weights), and the
+// tensor ceiling above it (a prefill-size GEMM). Without the GPU's datasheet the ridge is unknown.
+bool gemm_is_bandwidth_bound(const PublishedPoint& p, const GpuSpec& g) {
+  DType t = DType::fp16;
+  parse_dtype(p.dtype, t);
+  const double peak = g.tensor_peak(t) > 0 ? g.tensor_peak(t) : g.tensor_fp16;
+  return matmul_flops(p) / matmul_bytes(p) < peak / g.hbm_bandwidth;
+}
+
+bool curve_of(const PublishedPoint& p, const GpuSpec* gpu, CurveKey& key) {
+  const std::string& f = p.family;
+  if (f == "decode_attention" || f == "sparse_attention") key = {PhaseKind::attention, Ceiling::hbm, CurveVariable::bytes};
+  else if (f == "h2d_copy") key = {PhaseKind::copy, Ceiling::h2d, CurveVariable::run_bytes};
+  else if (f == "d2h_copy") key = {PhaseKind::copy, Ceiling::d2h, CurveVariable::run_bytes};
+  else if (f == "scattered_copy")
+    key = {PhaseKind::copy, p.direction == "d2h" ? Ceiling::d2h : Ceiling::h2d, CurveVariable::run_bytes};
+  else if (f == "gemv") key = {PhaseKind::gemm, Ceiling::hbm, CurveVariable::bytes};
+  else if (f == "topk") key = {PhaseKind::select, Ceiling::hbm, CurveVariable::bytes};
+  else if (f == "gemm" && gpu)
+    key = {PhaseKind::gemm, gemm_is_bandwidth_bound(p, *gpu) ? Ceiling::hbm : Ceiling::tensor, CurveVariable::bytes};
+  else return false;  // launch; a gemm on a GPU outside the library (its ridge is unknown)
+  return true;
+}
+
+// Bytes the work moves on its ceiling and its x.
+bool work_of(const PublishedPoint& p, double& bytes, double& x, std::string& why) {
+  const double b = dtype_bytes(p.dtype);
+  const std::string& f = p.family;
+  if (f == "decode_attention" || f == "sparse_attention") {
+    if (p.context_tokens <= 0 || (p.kv_bytes_per_token <= 0 && (p.kv_heads <= 0 || p.head_dim <= 0))) {
+      why = "needs context_tokens and kv_heads, head_dim (or kv_bytes_per_token)";
+      return false;
+    }
+    const double row = p.kv_bytes_per_token > 0 ? p.kv_bytes_per_token : 2 * p.kv_heads * p.head_dim * b;
+    bytes = p.batch * p.context_tokens * row + 2 * p.batch * p.q_heads * p.head_dim * b;
+    x = bytes;
+  } else if (f == "h2d_copy" || f == "d2h_copy") {
+    if (p.bytes <= 0) { why = "needs bytes"; return false; }
+    bytes = p.bytes;
+    x = p.bytes;  // one contiguous run
+  } else if (f == "scattered_copy") {
+    if (p.bytes <= 0 || p.run_bytes <= 0) { why = "needs bytes and run_bytes"; return false; }
+    bytes = p.bytes;
+    x = p.run_bytes;
+  } else if (f == "gemv" || f == "gemm") {
+    if (p.n <= 0 || p.k <= 0 || (f == "gemm" && p.m <= 0)) { why = f == "gemm" ? "needs m, n and k" : "needs n and k"; return false; }
+    bytes = matmul_bytes(p);
+    x = bytes;
+  } else if (f == "topk") {
+    if (p.n <= 0) { why = "needs n"; return false; }
+    bytes = p.rows * p.n * 4;
+    x = bytes;
+  } else {
+    why = "no curve for family " + f;
+    return false;
+  }
+  return true;
+}
+
+double ceiling_rate(const GpuSpec& g, Ceiling c) {
+  switch (c) {
+    case Ceiling::hbm: return g.hbm_bandwidth;
+    case Ceiling::h2d: return g.h2d_pinned;
+    case Ceiling::d2h: return g.d2h_pinned;
+    default: return 0;
+  }
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Least squares in log e of e(x) = e_max x / (x + x_half): for each x_half on a log grid, log e_max
+// is the mean residual; the best pair wins. Fewer than two distinct x: a constant (the geometric mean).
+void fit_curve(const std::vector<CurvePoint>& pts, double& e_max, double& x_half) {
+  std::set<double> xs;
+  for (const auto& p : pts) xs.insert(p.x);
+  double mean_log = 0;
+  for (const auto& p : pts) mean_log += std::log(p.efficiency);
+  mean_log /= double(pts.size());
+  e_max = std::min(1.0, std::exp(mean_log));
+  x_half = 0;
+  if (xs.size() < 2) return;
+  double best = 0;
+  for (const auto& p : pts) best += std::pow(std::log(p.efficiency) - mean_log, 2);  // the constant's residual
+  const double lo = *xs.begin() / 1000, hi = *xs.rbegin() * 1000;
+  for (int i = 0; i <= 400; ++i) {
+    const double xh = lo * std::pow(hi / lo, i / 400.0);
+    double s = 0;
+    for (const auto& p : pts) s += std::log(p.efficiency) - std::log(p.x / (p.x + xh));
+    const double le = std::min(0.0, s / double(pts.size()));  // e_max <= 1
+    double r = 0;
+    for (const auto& p : pts) r += std::pow(std::log(p.efficiency) - le - std::log(p.x / (p.x + xh)), 2);
+    if (r < best - 1e-12) best = r, e_max = std::exp(le), x_half = xh;
+  }
+}
+
+double time_error(double e_fit, double e_measured) { return std::fabs(e_measured / e_fit - 1); }
+
+CurveFit fit_points(const std::string& gpu, const std::string& family, const CurveKey& key,
+                    std::vector<CurvePoint> pts) {
+  std::sort(pts.begin(), pts.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.x < b.x; });
+  CurveFit f;
+  f.gpu = gpu;
+  f.family = family;
+  f.kind = key.kind;
+  f.ceiling = key.ceiling;
+  f.x = key.x;
+  f.points = pts;
+  fit_curve(pts, f.e_max, f.x_half);
+  std::vector<double> errs;
+  for (const auto& p : pts) errs.push_back(time_error(f.at(p.x), p.efficiency));
+  f.fit_error = median(errs);
+  // Held out: every third interior point (in x order), predicted by a fit of the others.
+  if (pts.size() >= 4) {
+    std::vector<CurvePoint> fit, held;
+    for (size_t i = 0; i < pts.size(); ++i)
+      ((i > 0 && i + 1 < pts.size() && i % 3 == 1) ? held : fit).push_back(pts[i]);
+    double em = 1, xh = 0;
+    fit_curve(fit, em, xh);
+    std::vector<double> he;
+    for (const auto& p : held) he.push_back(time_error(xh > 0 ? em * p.x / (p.x + xh) : em, p.efficiency));
+    f.heldout_error = median(he);
+    f.heldout_points = int(held.size());
+  }
+  std::set<double> xs;
+  for (const auto& p : pts) xs.insert(p.x);
+  if (int(pts.size()) < kMinCurvePoints || xs.size() < 2)
+    f.why_unused = std::to_string(pts.size()) + " point(s) at " + std::to_string(xs.size()) + " x value(s): too few for a curve";
+  else if (f.fit_error > kMaxFitError)
+    f.why_unused = "fit error " + fmt("%.0f", 100 * f.fit_error) + "% > " + fmt("%.0f", 100 * kMaxFitError) +
+                   "%: the points disagree (mixed kernels or conditions)";
+  f.usable = f.why_unused.empty();
+  return f;
+}
+
+std::string curve_key_name(const CurveFit& f) {
+  return std::string(to_string(f.kind)) + "/" + std::string(kCeilingNames[size_t(f.ceiling)]);
+}
+
+}  // namespace
+
+std::vector<PublishedPoint> load_published(const std::string& path) {
+  YamlMap top(load_yaml_file(path), path, "");
+  top.choice("schema", {"kvsim.measurements/1"});
+  const YAML::Node list = top.node("measurements");
+  if (!list || !list.IsSequence() || list.size() == 0) top.fail("measurements", "expected a non-empty list of points");
+  std::vector<PublishedPoint> out;
+  std::set<std::string> ids;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string key = "measurements[" + std::to_string(i) + "]";
+    if (!list[i].IsMap()) top.fail(key, "expected a mapping (id, gpu, family, config, measured, source, verified)");
+    YamlMap m(list[i], path, key);
+    PublishedPoint p;
+    p.line = m.line();
+    p.id = m.string("id");
+    if (!ids.insert(p.id).second) m.fail("id", "'" + p.id + "' appears twice; ids are unique");
+    p.gpu = m.string("gpu");
+    p.architecture = m.string("architecture", "");
+    p.family = m.choice("family", kFamilies);
+    p.read_off_chart = m.boolean("read_off_chart", false);
+    p.source = m.string("source");
+    p.verified = m.string("verified");
+    p.note = m.string("note", "");
+    YamlMap c = m.map("config");
+    const Range any = Range::positive(1e18);
+    p.batch = c.number("batch", any, 1.0);
+    p.context_tokens = c.number("context_tokens", any, 0.0);
+    p.q_heads = c.number("q_heads", any, 0.0);
+    p.kv_heads = c.number("kv_heads", any, 0.0);
+    p.head_dim = c.number("head_dim", any, 0.0);
+    p.page_size = c.number("page_size", any, 0.0);
+    p.kv_bytes_per_token = c.number("kv_bytes_per_token", any, 0.0);
+    p.bytes = c.number("bytes", any, 0.0);
+    p.calls = c.number("calls", any, 1.0);
+    p.run_bytes = c.number("run_bytes", any, 0.0);
+    p.m = c.number("m", any, 0.0);
+    p.n = c.number("n", any, 0.0);
+    p.k = c.number("k", any, 0.0);
+    p.rows = c.number("rows", any, 1.0);
+    p.pinned = c.boolean("pinned", true);
+    p.graph = c.boolean("graph", false);
+    p.dtype = c.choice("dtype", {"fp32", "fp16", "bf16", "fp8"}, "fp16");
+    p.kernel = c.string("kernel", "");
+    p.api = c.string("api", "");
+    p.direction = c.choice("direction", {"h2d", "d2h"}, "h2d");
+    c.string("note", "");
+    c.finish();
+    YamlMap me = m.map("measured");
+    p.time_s = me.number("time_s", Range::positive(1e6), 0.0);
+    p.bandwidth_bytes_s = me.number("bandwidth_bytes_s", Range::positive(1e15), 0.0);
+    p.fraction_of_peak = me.number("fraction_of_peak_bandwidth", Range{0, 1.5, true}, 0.0);
+    const int given = (p.time_s > 0) + (p.bandwidth_bytes_s > 0) + (p.fraction_of_peak > 0);
+    if (given != 1)
+      m.fail("measured", "expected exactly one of time_s, bandwidth_bytes_s, fraction_of_peak_bandwidth (got " +
+                             std::to_string(given) + ")");
+    me.finish();
+    m.finish();
+    out.push_back(std::move(p));
+  }
+  top.finish();
+  return out;
+}
+
+PublishedFit fit_published(const std::vector<PublishedPoint>& points, const std::vector<GpuSpec>& library_gpus) {
+  PublishedFit out;
+  std::map<std::string, const GpuSpec*> lib;
+  for (const GpuSpec& g : library_gpus) lib[g.name] = &g;
+  // (gpu, curve) -> points and families
+  std::map<std::pair<std::string, CurveKey>, std::pair<std::vector<CurvePoint>, std::set<std::string>>> groups;
+  for (const PublishedPoint& p : points) {
+    const auto g = lib.find(p.gpu);
+    if (p.family == "launch") {
+      const double t = p.time_s > 0 ? p.time_s / std::max(1.0, p.calls) : 0;
+      std::string line = p.id + ": " + p.gpu + (p.graph ? " (CUDA graph)" : "") + " " + fmt("%.2f", t * 1e6) + " us per launch";
+      if (g != lib.end())
+        line += "; the hardware file has " + fmt("%.2f", g->second->kernel_latency * 1e6) + " us in a graph, " +
+                fmt("%.2f", g->second->host_launch_latency * 1e6) + " us without";
+      out.launches.push_back(line);
+      continue;
+    }
+    CurveKey key;
+    if (!curve_of(p, g != lib.end() ? g->second : nullptr, key)) {
+      out.skipped.push_back(p.id + ": " + (p.family == "gemm" ? p.gpu + " is not in scenarios/hardware/, so whether the GEMM is bandwidth- or compute-bound (and its efficiency) is unknown"
+                                                             : "family " + p.family + " has no efficiency curve in the model yet"));
+      continue;
+    }
+    double bytes = 0, x = 0;
+    std::string why;
+    if (!work_of(p, bytes, x, why)) {
+      out.skipped.push_back(p.id + ": " + why);
+      continue;
+    }
+    double e = 0;
+    if (p.fraction_of_peak > 0) {
+      e = p.fraction_of_peak;  // as the source published it, against its own statement of the peak
+    } else {
+      if (g == lib.end()) {
+        out.skipped.push_back(p.id + ": " + p.gpu + " is not in scenarios/hardware/, so its ceiling (and the efficiency) is unknown");
+        continue;
+      }
+      if (key.ceiling == Ceiling::tensor) {
+        // A bandwidth figure for a compute-bound GEMM converts through its own bytes.
+        const double t = p.time_s > 0 ? p.time_s : bytes * p.calls / p.bandwidth_bytes_s;
+        DType dt = DType::fp16;
+        parse_dtype(p.dtype, dt);
+        const double peak = g->second->tensor_peak(dt) > 0 ? g->second->tensor_peak(dt) : g->second->tensor_fp16;
+        e = matmul_flops(p) * p.calls / t / peak;
+      } else {
+        const double rate = p.bandwidth_bytes_s > 0 ? p.bandwidth_bytes_s : bytes * p.calls / p.time_s;
+        e = rate / ceiling_rate(*g->second, key.ceiling);
+      }
+    }
+    auto& grp = groups[{p.gpu, key}];
+    grp.first.push_back({p.id, x, std::min(1.0, e), e > 1.0});
+    grp.second.insert(p.family);
+  }
+  for (auto& [k, v] : groups) {
+    std::string fam;
+    for (const auto& f : v.second) fam += (fam.empty() ? "" : "+") + f;
+    out.fits.push_back(fit_points(k.first, fam, k.second, v.first));
+  }
+  // Library GPUs: own curves, else the same architecture's (the GPU with the most points for it). A
+  // GPU outside the library can lend a curve when its points name its architecture: its efficiencies
+  // are then fractions of its own peak (published as such), which carry over as any borrow does.
+  std::map<std::string, std::string> arch;
+  for (const PublishedPoint& p : points)
+    if (!p.architecture.empty()) arch[p.gpu] = p.architecture;
+  for (const GpuSpec& g : library_gpus) arch[g.name] = g.architecture;
+  std::set<CurveKey> keys;
+  for (const auto& [k, v] : groups) keys.insert(k.second);
+  for (const GpuSpec& g : library_gpus) {
+    GpuCalibration gc;
+    gc.gpu = g.name;
+    gc.architecture = g.architecture;
+    for (const CurveKey& key : keys) {
+      const CurveFit* own = nullptr;
+      const CurveFit* donor = nullptr;
+      for (const CurveFit& f : out.fits) {
+        if (!f.usable || f.kind != key.kind || f.ceiling != key.ceiling) continue;
+        if (f.gpu == g.name) own = &f;
+        const auto da = arch.find(f.gpu);
+        if (da != arch.end() && da->second == g.architecture && (!donor || f.points.size() > donor->points.size()))
+          donor = &f;
+      }
+      if (own) {
+        gc.curves.push_back(*own);
+      } else if (donor) {
+        gc.curves.push_back(*donor);
+        gc.borrowed[key.name()] = donor->gpu + " (same architecture, " + g.architecture + ")";
+      }
+    }
+    out.gpus.push_back(std::move(gc));
+  }
+  return out;
+}
+
+std::string published_calibration_yaml(const GpuCalibration& g, const std::string& measurements_file,
+                                       const std::string& command) {
+  std::ostringstream o;
+  o << "# GPU efficiencies for " << g.gpu << " from kernel measurements others published on real GPUs\n"
+    << "# (" << measurements_file << "; docs/validation/gpu-published.md). Written by `" << command << "`.\n"
+    << "# Each curve: e(x) = e_max x / (x + x_half) fitted in log e to the points, sampled over their measured x\n"
+    << "# range. Kinds and ceilings without a curve keep the roofline (1.0). Do not edit: re-run the command.\n"
+    << "schema: kvsim.calibration/1\n"
+    << "name: " << g.gpu << "-published\n"
+    << "description: \"" << g.gpu << ": GPU curves from published kernel measurements";
+  if (!g.borrowed.empty()) o << " (some borrowed from the same architecture, " << g.architecture << ")";
+  o << "\"\n";
+  o << "gather_half_run_bytes:   # estimates as in roofline.yaml; a measured run_bytes curve replaces them\n"
+    << "  hbm: 64\n  dram: 64\n  h2d: 24\n  d2h: 24\n";
+  if (g.curves.empty()) {
+    o << "curves: []\n";
+    return o.str();
+  }
+  o << "curves:\n";
+  for (const CurveFit& f : g.curves) {
+    const double lo = f.points.front().x, hi = f.points.back().x;
+    std::vector<double> xs;
+    if (hi > lo) {
+      const int n = 8;
+      for (int i = 0; i < n; ++i) xs.push_back(lo * std::pow(hi / lo, i / double(n - 1)));
+    } else {
+      xs.push_back(lo);
+    }
+    o << "  - kind: " << to_string(f.kind) << "\n"
+      << "    ceiling: " << kCeilingNames[size_t(f.ceiling)] << "\n"
+      << "    x: " << kCurveVariableNames[size_t(f.x)] << "\n";
+    std::string ids;
+    for (size_t i = 0; i < f.points.size() && i < 4; ++i) ids += (i ? ", " : "") + f.points[i].id;
+    if (f.points.size() > 4) ids += " and " + std::to_string(f.points.size() - 4) + " more: docs/validation/gpu-published.md";
+    const auto b = g.borrowed.find(curve_key_name(f));
+    o << "    source: \"published: " << f.family << " on " << f.gpu
+      << (b != g.borrowed.end() ? " (borrowed: " + b->second + ")" : std::string()) << ", " << f.points.size()
+      << " points (" << ids << "); e_max " << fmt("%.4g", f.e_max) << ", x_half " << fmt("%.4g", f.x_half)
+      << "; fit error " << fmt("%.1f", 100 * f.fit_error) << "%"
+      << (f.heldout_error >= 0 ? ", held-out error " + fmt("%.1f", 100 * f.heldout_error) + "%" : std::string())
+      << "\"\n    points: [";
+    for (size_t i = 0; i < xs.size(); ++i)
+      o << (i ? ", " : "") << "[" << fmt("%.6g", xs[i]) << ", " << fmt("%.4g", std::max(1e-4, f.at(xs[i]))) << "]";
+    o << "]\n";
+  }
+  return o.str();
+}
+
+std::string published_report_markdown(const PublishedFit& f, const std::vector<PublishedPoint>& points) {
+  std::map<std::string, const PublishedPoint*> by_id;
+  for (const auto& p : points) by_id[p.id] = &p;
+  std::ostringstream o;
+  o << "| GPU | curve | families | points | held out | e_max | x_half | fit error | held-out error | used |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const CurveFit& c : f.fits)
+    o << "| " << c.gpu << " | " << curve_key_name(c) << " vs " << kCurveVariableNames[size_t(c.x)] << " | "
+      << c.family << " | " << c.points.size() << " | " << c.heldout_points << " | " << fmt("%.3f", c.e_max) << " | "
+      << (c.x_half > 0 ? fmt("%.3g", c.x_half) : std::string("— (constant)")) << " | "
+      << fmt("%.1f%%", 100 * c.fit_error) << " | "
+      << (c.heldout_error >= 0 ? fmt("%.1f%%", 100 * c.heldout_error) : std::string("— (< 4 points)")) << " | "
+      << (c.usable ? std::string("yes") : "no: " + c.why_unused) << " |\n";
+  o << "\n### Points\n\n| id | GPU | curve | x | efficiency | source |\n|---|---|---|---|---|---|\n";
+  for (const CurveFit& c : f.fits)
+    for (const auto& p : c.points) {
+      const auto it = by_id.find(p.id);
+      o << "| " << p.id << " | " << c.gpu << " | " << curve_key_name(c) << " | " << fmt("%.4g", p.x) << " | "
+        << fmt("%.3f", p.efficiency) << (p.clamped ? " (clamped: above the datasheet rate)" : "") << " | "
+        << (it != by_id.end() ? it->second->source : "") << " |\n";
+    }
+  o << "\n### Library GPUs\n\n| GPU | architecture | curves | borrowed |\n|---|---|---|---|\n";
+  for (const GpuCalibration& g : f.gpus) {
+    std::string b;
+    for (const auto& [k, v] : g.borrowed) b += (b.empty() ? "" : "; ") + k + " from " + v;
+    o << "| " << g.gpu << " | " << g.architecture << " | " << g.curves.size() << " | " << (b.empty() ? "—" : b)
+      << " |\n";
+  }
+  if (!f.launches.empty()) {
+    o << "\n### Launch latency\n\n";
+    for (const auto& l : f.launches) o << "- " << l << "\n";
+  }
+  if (!f.skipped.empty()) {
+    o << "\n### Not fitted\n\n";
+    for (const auto& s : f.skipped) o << "- " << s << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace kvsim::validate
