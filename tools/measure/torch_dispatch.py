@@ -17,9 +17,20 @@
    top-level aten operators (the ones Python calls; nested ones run inside them), per decoder layer
    (the difference between 2 and 1 layers) and outside the layers; and of those, the ones that launch
    a kernel (views, reshapes and other metadata-only operators launch none).
+4. Host-device syncs: every aten::_local_scalar_dense (Tensor.item(), bool(tensor), `x in tensor`)
+   copies a GPU value to the host and blocks the host until the GPU has run everything issued before
+   it. Counted per decoder layer and per step of generate(), with the Transformers line that calls
+   each (sync_per_layer); and ops_before_layers / kernels_before_layers: of the operators outside the
+   layers, those issued after the step's first sync (generate()'s stopping check ends the previous
+   step) and before the first layer, which no GPU work of the step can overlap.
+
+flash_attention_2 runs without flash-attn (absent on a CPU): flash_attn_func is replaced by one
+operator (torch.empty_like), where flash-attn launches one kernel; Transformers' own code around it,
+whose operators and syncs are what is counted here, runs unchanged. It runs in bfloat16, as
+flash-attn requires 16-bit inputs (in float32 Transformers adds casts a GPU run does not have).
 
 Needs torch and transformers (PyPI). Prints YAML to paste into a scenario's implementation block.
-Usage: python3 tools/measure/torch_dispatch.py [--attn sdpa|eager] [--calls 20000]
+Usage: python3 tools/measure/torch_dispatch.py [--attn sdpa|eager|flash_attention_2] [--calls 20000]
 """
 import argparse
 import statistics
@@ -59,8 +70,24 @@ def tiny_llama(layers, attn):
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
-    cfg._attn_implementation = attn
-    return LlamaForCausalLM(cfg).eval()
+    if attn != "flash_attention_2":
+        cfg._attn_implementation = attn
+        return LlamaForCausalLM(cfg).eval()
+    # Transformers refuses flash_attention_2 without flash-attn and a GPU: build the model eager, then
+    # give its layers the flash-attention class and the model the flash-attention mask path.
+    cfg._attn_implementation = "eager"
+    model = LlamaForCausalLM(cfg).eval().to(torch.bfloat16)
+    import transformers.modeling_flash_attention_utils as fa
+    from transformers.models.llama import modeling_llama as ml
+    fa.flash_attn_func = lambda q, k, v, *a, **kw: torch.empty_like(q)  # flash-attn's one kernel
+    fa._flash_supports_window_size = False
+    model.config._attn_implementation = "flash_attention_2"
+    flash_class = getattr(ml, "LlamaFlashAttention2", None)
+    for layer in model.model.layers:
+        if flash_class is not None:  # up to transformers 4.47; later versions dispatch on the config
+            layer.self_attn.__class__ = flash_class
+            layer.self_attn._flash_attn_uses_top_left_mask = False
+    return model
 
 
 def step_seconds(layers, attn, steps=300):
@@ -81,13 +108,21 @@ def step_seconds(layers, attn, steps=300):
     return statistics.median(times)
 
 
+def generate_kwargs(ids):
+    """Greedy generate() as the papers' code calls it: with an all-ones attention mask (SentenceKV's
+    run_ruler.py passes torch.ones_like(input_ids)). Without one, generate() infers the mask from
+    pad_token_id, and a prompt token equal to it would make a padded batch, whose path builds and
+    applies a 4D mask every step."""
+    return dict(do_sample=False, use_cache=True, pad_token_id=0, eos_token_id=None, attention_mask=torch.ones_like(ids))
+
+
 def generate_step_seconds(attn, short=40, long=240, repeats=7):
     """Host time per decode step of Hugging Face generate() with a one-layer tiny Llama: the difference
     between two generation lengths, so prompt prefill and generate()'s setup cancel out."""
     torch.set_num_threads(1)
     model = tiny_llama(1, attn)
     ids = torch.randint(0, 128, (1, 16))
-    kw = dict(do_sample=False, use_cache=True, pad_token_id=0, eos_token_id=None)
+    kw = generate_kwargs(ids)
 
     def run(n):
         t = time.perf_counter()
@@ -105,15 +140,113 @@ def top_level_ops(prof):
     Python issues; nested ones run inside them."""
     n = k = 0
     for e in prof.events():
-        if not e.name.startswith("aten::"):
-            continue
-        parent = e.cpu_parent
-        while parent is not None and not parent.name.startswith("aten::"):
-            parent = parent.cpu_parent
-        if parent is None:
+        if e.name.startswith("aten::") and top_level(e):
             n += 1
             k += e.name not in METADATA_OPS
     return n, k
+
+
+def mark_layers(model):
+    """Wraps each decoder layer's forward in a profiler range named LAYER."""
+    for layer in model.model.layers:
+        layer.register_forward_pre_hook(
+            lambda mod, args: setattr(mod, "_range", torch.profiler.record_function("LAYER").__enter__()))
+        layer.register_forward_hook(lambda mod, args, out: mod._range.__exit__(None, None, None))
+
+
+def is_sync(e):
+    """A top-level operator that reads a GPU value on the host (it or a nested call is
+    aten::_local_scalar_dense): on a GPU the host waits there for every kernel issued before it."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if x.name == "aten::_local_scalar_dense":
+            return True
+        stack.extend(x.cpu_children)
+    return False
+
+
+def sync_profile(attn, steps=12):
+    """Per decode step of generate() with a one-layer tiny Llama (steady-state steps: the prompt's pass
+    and the last step left out), a dict of: syncs inside the layer and outside it; operators and
+    kernels of the layer issued up to its first sync, that one included (before_sync); operators and
+    kernels outside the layers issued from the step's first sync up to the layer (before_layers)."""
+    model = tiny_llama(1, attn)
+    mark_layers(model)
+    ids = torch.randint(0, 128, (1, 16))
+    kw = generate_kwargs(ids)
+    with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        model.generate(ids, max_new_tokens=steps, min_new_tokens=steps, **kw)
+    events = prof.events()
+    layers = sorted((e.time_range.start, e.time_range.end) for e in events if e.name == "LAYER")
+    top = sorted((e for e in events if e.name.startswith("aten::") and top_level(e)), key=lambda e: e.time_range.start)
+    inside = [[] for _ in layers]  # inside[k]: layer k's top-level operators, in order
+    gaps = [[] for _ in layers]    # gaps[k]: those after layer k's end, before layer k+1's start
+    for e in top:
+        k = sum(1 for s, _ in layers if s <= e.time_range.start) - 1
+        if k >= 0:
+            (inside if e.time_range.start <= layers[k][1] else gaps)[k].append(e)
+
+    def upto_first_sync(ops):  # the operators up to the first sync, that one included (all when none)
+        return ops[:next((i + 1 for i, e in enumerate(ops) if is_sync(e)), len(ops))]
+
+    def from_first_sync(ops):  # the operators from the first sync on (none when none)
+        return ops[next((i for i, e in enumerate(ops) if is_sync(e)), len(ops)):]
+
+    def mean(f, ks):
+        return sum(f(k) for k in ks) / len(ks)
+
+    kernels = lambda ops: sum(e.name not in METADATA_OPS for e in ops)
+    steps_ = range(2, len(layers) - 1)  # layer k of a decode step, preceded by gap k-1
+    return {
+        "syncs_in_layer": mean(lambda k: sum(map(is_sync, inside[k])), steps_),
+        "syncs_outside": mean(lambda k: sum(map(is_sync, gaps[k - 1])), steps_),
+        "ops_before_sync": mean(lambda k: len(upto_first_sync(inside[k])), steps_),
+        "kernels_before_sync": mean(lambda k: kernels(upto_first_sync(inside[k])), steps_),
+        "ops_before_layers": mean(lambda k: len(from_first_sync(gaps[k - 1])), steps_),
+        "kernels_before_layers": mean(lambda k: kernels(from_first_sync(gaps[k - 1])), steps_),
+    }
+
+
+def top_level(e):
+    parent = e.cpu_parent
+    while parent is not None and not parent.name.startswith("aten::"):
+        parent = parent.cpu_parent
+    return parent is None
+
+
+def sync_sites(attn, short=4, long=12):
+    """The Transformers lines that read GPU values on the host, with their count per decode step of
+    generate() on a two-layer tiny Llama (the difference between two lengths): Tensor.item, bool(),
+    int(), float() and tolist() are wrapped to record their caller."""
+    import collections
+    import traceback
+    model, seen, on = tiny_llama(2, attn), collections.Counter(), [False]
+    originals = {name: getattr(torch.Tensor, name) for name in ("item", "__bool__", "__int__", "__float__", "tolist", "__index__")}
+    for name, orig in originals.items():
+        def wrapped(self, *a, _orig=orig, **kw):
+            if on[0]:
+                frames = [f for f in traceback.extract_stack()[:-1] if "transformers" + "/" in f.filename.replace("\\", "/")]
+                f = frames[-1] if frames else None
+                seen[f"{f.filename.split('transformers/')[-1]}:{f.lineno}" if f else "?"] += 1
+            return _orig(self, *a, **kw)
+        setattr(torch.Tensor, name, wrapped)
+    ids = torch.randint(0, 128, (1, 16))
+    kw = generate_kwargs(ids)
+    counts = []
+    try:
+        for n in (short, long):
+            seen.clear()
+            on[0] = True
+            with torch.no_grad():
+                model.generate(ids, max_new_tokens=n, min_new_tokens=n, **kw)
+            on[0] = False
+            counts.append(dict(seen))
+    finally:
+        for name, orig in originals.items():
+            setattr(torch.Tensor, name, orig)
+    a, b = counts
+    return {k: (b.get(k, 0) - a.get(k, 0)) / (long - short) for k in set(a) | set(b) if b.get(k, 0) != a.get(k, 0)}
 
 
 def count_generate_ops(attn, short=8, long=24):
@@ -121,7 +254,7 @@ def count_generate_ops(attn, short=8, long=24):
     the difference between two generation lengths, so prefill and setup cancel out."""
     model = tiny_llama(1, attn)
     ids = torch.randint(0, 128, (1, 16))
-    kw = dict(do_sample=False, use_cache=True, pad_token_id=0, eos_token_id=None)
+    kw = generate_kwargs(ids)
     counts = []
     for n in (short, long):
         with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
@@ -145,7 +278,7 @@ def count_decode_ops(layers, attn):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--attn", default="sdpa", choices=["sdpa", "eager"])
+    ap.add_argument("--attn", default="sdpa", choices=["sdpa", "eager", "flash_attention_2"])
     ap.add_argument("--calls", type=int, default=20000)
     a = ap.parse_args()
     bare_us, each = dispatch_us(a.calls)
@@ -170,6 +303,22 @@ def main():
     print(f"# generate(): {gen_ops - per_layer:.0f} operators ({gen_kernels - kernels_per_layer:.0f} launching kernels) per step "
           f"outside the layers, its own loop included (the forward pass alone: {one - per_layer}, {k1 - kernels_per_layer})")
     print(f"# a bare aten call: {bare_us:.2f} us")
+    print_syncs(a.attn)
+
+
+def print_syncs(attn):
+    import transformers
+    p = sync_profile(attn)
+    sites = "; ".join(f"{k} ({v:g} per step with 2 layers)" for k, v in sorted(sync_sites(attn).items()))
+    print(f"# host-device syncs per decode step (transformers {transformers.__version__}, {attn}): "
+          f"{p['syncs_in_layer']:g} per decoder layer, {p['syncs_outside']:g} outside the layers; at {sites}")
+    print(f"ops_before_layers: {p['ops_before_layers']:g}     # of generate()'s operators outside the layers (the scenarios' "
+          "ops_per_step), those issued from the step's first sync to the first layer")
+    print(f"kernels_before_layers: {p['kernels_before_layers']:g}")
+    if p["syncs_in_layer"] > 0:
+        print("sync_per_layer: true")
+        print(f"ops_before_sync: {p['ops_before_sync']:g}      # of ops_per_layer, issued up to the layer's first sync, that one included")
+        print(f"kernels_before_sync: {p['kernels_before_sync']:g}")
 
 
 if __name__ == "__main__":
