@@ -8,6 +8,13 @@
 // and for the phases it names in `after`; the first dense phase after attention waits for every
 // policy phase of the layer that is not `detached`. So a copy on the h2d stream overlaps GPU work of
 // the same layer that does not depend on it, and CPU work overlaps the GPU's.
+//
+// An eager implementation (Machine::has_dispatch) adds a host dispatch node before each phase node, in
+// program order; its host-device syncs add edges from the GPU's main stream back to that chain: the
+// step's operators issued before the first layer (Machine::dispatch_step_pre_s) form one node ahead of
+// everything, and with Machine::sync_per_layer the dispatch of each layer's first GPU attention phase
+// waits for the last kernel issued before it. A phase with a lead (Phase::lead_fraction, the
+// concatenating KV append) is then cut into two nodes with the sync between them.
 #pragma once
 #include <vector>
 

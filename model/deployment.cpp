@@ -11,8 +11,12 @@ double Deployment::decode_cache_bytes(double tokens, bool append) const {
   const double group = hq / hkv_cached;
   double passes = 1;
   if (attention_repeat_kv && group > 1) passes = 1 + 2 * group;  // read, write expanded, read expanded
-  if (append && kv_append_concat) passes += 2;                      // torch.cat: read old, write new
-  return passes * tokens * row;
+  return passes * tokens * row + append_copy_bytes(tokens, append);
+}
+
+double Deployment::append_copy_bytes(double tokens, bool append) const {
+  const double row = 2.0 * hkv_cached * model->head_dim * bkv;
+  return append && kv_append_concat ? 2 * tokens * row : 0.0;  // torch.cat: read old, write new
 }
 
 double Deployment::prefill_chunk(double prompt) const {

@@ -43,6 +43,9 @@ struct Deployment {
   // every query head and read again; with a concatenating append also copied whole. The new token's
   // own K, V write is not included.
   double decode_cache_bytes(double tokens, bool append) const;
+  // Of those, the concatenating append's copy (read the old cache, write the new one): 0 without
+  // kv_append_concat or without an append. A kernel of its own, before the attention kernel.
+  double append_copy_bytes(double tokens, bool append) const;
 };
 
 // How a model is deployed on a GPU, beyond which model, GPU and host: the settings a scenario's

@@ -1,6 +1,28 @@
 #include "model/implementation.hpp"
 
+#include <algorithm>
+
 namespace kvsim {
+
+namespace {
+// The host-device sync fields of an eager profile (Implementation's comments). Each count is a part of
+// the total it is read against: a part larger than its whole is an error naming both.
+void load_syncs(YamlMap& m, Implementation& impl) {
+  impl.ops_before_layers = m.number("ops_before_layers", Range::between(0, impl.ops_per_step), 0.0);
+  impl.kernels_before_layers = m.number(
+      "kernels_before_layers", Range::between(0, std::min(impl.kernels_per_step, impl.ops_before_layers)), 0.0);
+  impl.sync_per_layer = m.boolean("sync_per_layer", false);
+  if (impl.sync_per_layer) {
+    // The sync operator itself is one of the operators before it, so at least one.
+    impl.ops_before_sync = m.number("ops_before_sync", Range::between(1, impl.ops_per_layer));
+    impl.kernels_before_sync = m.number(
+        "kernels_before_sync", Range::between(0, std::min(impl.kernels_per_layer, impl.ops_before_sync)));
+  } else {
+    for (const char* k : {"ops_before_sync", "kernels_before_sync"})
+      if (m.has(k)) m.fail(k, "applies only with sync_per_layer: true");
+  }
+}
+}  // namespace
 
 Implementation load_implementation(YamlMap m) {
   Implementation impl;
@@ -16,8 +38,11 @@ Implementation load_implementation(YamlMap m) {
     impl.kernels_per_step = m.number("kernels_per_step", Range::between(0, impl.ops_per_step), 0.0);
     impl.dispatch_us = m.number("dispatch_us", Range::positive(1e5));
     impl.loop_us = m.number("loop_us", Range::between(0, 1e6), 0.0);
+    load_syncs(m, impl);
   } else {
-    for (const char* k : {"ops_per_layer", "kernels_per_layer", "ops_per_step", "kernels_per_step", "dispatch_us", "loop_us"})
+    for (const char* k : {"ops_per_layer", "kernels_per_layer", "ops_per_step", "kernels_per_step", "dispatch_us",
+                          "loop_us", "ops_before_layers", "kernels_before_layers", "sync_per_layer",
+                          "ops_before_sync", "kernels_before_sync"})
       if (m.has(k)) m.fail(k, "applies only with dispatch: eager");
   }
   m.finish();
@@ -35,6 +60,9 @@ void apply_implementation(Deployment& d, const Implementation& impl) {
     const double op = impl.dispatch_us * 1e-6, launch = d.gpu->host_launch_latency;
     d.machine.dispatch_layer_s = impl.ops_per_layer * op + impl.kernels_per_layer * launch;
     d.machine.dispatch_step_s = impl.ops_per_step * op + impl.kernels_per_step * launch + impl.loop_us * 1e-6;
+    d.machine.dispatch_step_pre_s = impl.ops_before_layers * op + impl.kernels_before_layers * launch;
+    d.machine.sync_per_layer = impl.sync_per_layer;
+    d.machine.dispatch_layer_pre_sync_s = impl.ops_before_sync * op + impl.kernels_before_sync * launch;
     d.machine.kernel_latency = d.gpu->kernel_latency;
   }
 }

@@ -39,6 +39,21 @@ struct Implementation {
   // on the dispatch stream with the step's once-per-step operators: in the steady state of a loop,
   // host time between two forward passes delays the step wherever in the loop it falls.
   double loop_us = 0;
+  // Host-device syncs (measured by tools/measure/torch_dispatch.py, which names the Transformers line
+  // of each): an operator that reads a GPU value on the host blocks the dispatch thread until the GPU
+  // has run everything issued before it, so the host time after it cannot overlap the GPU time before
+  // it. generate() syncs once per step (its stopping check): the simulator times one step from an idle
+  // host and GPU, which is what that sync makes of the loop. Of the step's operators outside the
+  // layers, `ops_before_layers` (and `kernels_before_layers` of kernels_per_step) are issued after it
+  // and before the first layer, with no GPU work of the step to hide them; the rest come after the
+  // last layer (default 0: all of them there).
+  double ops_before_layers = 0, kernels_before_layers = 0;
+  // A sync in every decoder layer, at the attention call after the KV cache update (transformers
+  // 4.44-4.45 flash_attention_2: a position-id check in _flash_attention_forward). `ops_before_sync`
+  // of ops_per_layer (and `kernels_before_sync` of kernels_per_layer) are issued up to it, that one
+  // included; the rest after.
+  bool sync_per_layer = false;
+  double ops_before_sync = 0, kernels_before_sync = 0;
 };
 
 // Reads the `implementation:` mapping (all fields optional; unknown fields are errors).

@@ -98,6 +98,12 @@ struct Phase {
   // projection waits for every policy phase not marked `detached`.
   std::array<int8_t, 3> after{-1, -1, -1};
   bool detached = false;  // nothing waits for it inside the layer (an asynchronous update)
+  // The leading share of the work that runs as kernels of its own before the rest: a concatenating
+  // KV append (torch.cat of the cache) ahead of the attention kernel, on every resource in this
+  // proportion, with all of the phase's launches but one. 0 = one piece. Only the simulator uses it,
+  // to put a host-device sync between the two (Machine::sync_per_layer); alone, the two pieces take
+  // exactly the phase's roofline time.
+  double lead_fraction = 0;
   // The step's shape, set by the planner on every phase (0 = not known): the tokens each sequence
   // attends to and the sequences in the step. Efficiency curves may be measured against them.
   double context_tokens = 0;

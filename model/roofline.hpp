@@ -28,6 +28,15 @@ struct Machine {
   // simulator shares them out over the phases by their launches. 0 = no dispatch stream (an engine
   // with CUDA graphs or a C++ loop).
   double dispatch_layer_s = 0, dispatch_step_s = 0;
+  // Host-device syncs in the dispatch stream (a value read on the host: Tensor.item(), bool(tensor)):
+  // there the host waits until the GPU has run every kernel issued before, so host and GPU time add
+  // up instead of overlapping. `sync_per_layer`: once per decoder layer, at its attention call (after
+  // the KV cache update, before the attention kernel); `dispatch_layer_pre_sync_s` of the layer's
+  // dispatch_layer_s is issued before that sync, the rest after. `dispatch_step_pre_s` of
+  // dispatch_step_s is issued after the step's first sync and before the first layer, where no GPU
+  // work of the step can hide it; the rest after the last layer (0: all of it there).
+  bool sync_per_layer = false;
+  double dispatch_layer_pre_sync_s = 0, dispatch_step_pre_s = 0;
   bool has_dispatch() const { return dispatch_layer_s > 0 || dispatch_step_s > 0; }
   const Calibration* calibration = nullptr;
 };

@@ -62,6 +62,7 @@ void add_dense_attention(const Deployment& d, double B, double n, PhaseList& out
   // the new token's K, V are written; q in, o out.
   a.work.hbm_bytes = L * B * (d.decode_cache_bytes(n, true) + d.hkv_cached * 2 * hd * d.bkv + 2 * d.hq * hd * d.ba);
   a.work.launches = 2 * L;  // RoPE + KV append, attention
+  if (a.work.hbm_bytes > 0) a.lead_fraction = L * B * d.append_copy_bytes(n, true) / a.work.hbm_bytes;
   a.repeat = L;
   out.push_back(a);
 }

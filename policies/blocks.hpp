@@ -55,6 +55,7 @@ inline Phase attention(const Deployment& d, std::string_view name, double B, dou
   a.work.flops = s.L * B * s.hq * tokens * (4 * s.hd + 5);
   a.work.hbm_bytes = s.L * B * (d.decode_cache_bytes(tokens, append) + 2 * s.hq * s.hd * s.ba + (append ? s.kv_row : 0));
   a.work.launches = s.L * (append ? 2 : 1);
+  if (a.work.hbm_bytes > 0) a.lead_fraction = s.L * B * d.append_copy_bytes(tokens, append) / a.work.hbm_bytes;
   a.run_bytes = run_bytes;
   return a;
 }

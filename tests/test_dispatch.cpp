@@ -7,8 +7,11 @@
 
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
+#include "model/decode_graph.hpp"
 #include "model/plan.hpp"
+#include "model/resources.hpp"
 #include "model/scenario.hpp"
+#include "model/transformer.hpp"
 #include "policies/registry.hpp"
 
 namespace kvsim {
@@ -114,6 +117,163 @@ TEST(DispatchStream, CountsWithoutEagerDispatchAreAnError) {
     EXPECT_NE(m.find("implementation.ops_per_layer"), std::string::npos) << m;
     EXPECT_NE(m.find("dispatch: eager"), std::string::npos) << m;
   }
+}
+
+// A decode graph of L layers, each a zero-work qkv_proj and one attention phase that moves G seconds
+// of HBM traffic (a share `lead` of it the concatenating KV append ahead of the attention kernel), on
+// a machine whose host spends H seconds issuing each layer, `pre` of them before the layer's sync.
+double graph_step(double H, double G, double lead, bool sync, double pre, int L = 8) {
+  static const Calibration roofline;  // every efficiency 1.0
+  Machine m;
+  m.hbm = 1e12;
+  m.calibration = &roofline;
+  m.dispatch_layer_s = H;
+  m.sync_per_layer = sync;
+  m.dispatch_layer_pre_sync_s = sync ? pre : 0;
+  Phase qkv{"qkv_proj", PhaseKind::gemm, Device::gpu, ComputeUnit::tensor, {}};
+  qkv.work.launches = L;
+  qkv.repeat = L;
+  Phase att{"attention", PhaseKind::attention, Device::gpu, ComputeUnit::tensor_act, {}};
+  att.work.hbm_bytes = L * G * m.hbm;
+  att.work.launches = 2 * L;
+  att.repeat = L;
+  att.lead_fraction = lead;
+  const sim::DecodeGraph g = sim::build_decode_graph({att}, {qkv}, L, m);
+  return g.graph.run(sim::capacities(m)).makespan;
+}
+
+TEST(DispatchSync, APerLayerSyncMakesTheStepHostTimePlusGpuTime) {
+  // All of each layer's GPU work before its sync (the lead is the whole phase): the host issues the
+  // layer, waits for the GPU to run it, then issues the next. Each layer costs H + G, whichever is larger.
+  const double H = 300e-6, G = 200e-6;
+  const int L = 8;
+  EXPECT_NEAR(graph_step(H, G, 1.0, true, H, L), L * (H + G), 1e-12);
+  EXPECT_NEAR(graph_step(G, H, 1.0, true, G, L), L * (H + G), 1e-12);
+  // Without the sync the host runs ahead: the longer of the two streams, plus the other's first layer
+  // (or last) at most.
+  const double overlapped = graph_step(H, G, 1.0, false, 0, L);
+  EXPECT_LE(overlapped, L * std::max(H, G) + std::min(H, G) + 1e-12);
+  EXPECT_GE(overlapped, L * std::max(H, G) - 1e-12);
+  // The lead cut alone changes nothing: without a sync the two pieces are the one phase.
+  EXPECT_NEAR(graph_step(H, G, 0.5, false, 0, L), graph_step(H, G, 0.0, false, 0, L), 1e-12);
+}
+
+TEST(DispatchSync, TheHostWaitsOnlyForTheKernelsIssuedBeforeTheSync) {
+  // Half the GPU work is the append before the sync, half the attention kernel after it; half the host
+  // time before, half after. The attention kernel overlaps the host's next issuing: per layer
+  // H/2 (issue up to the sync) + G/2 (the append) + H/2 (issue the rest while the kernel runs).
+  const double H = 400e-6, G = 200e-6;
+  const int L = 8;
+  const double t = graph_step(H, G, 0.5, true, H / 2, L);
+  EXPECT_NEAR(t, L * (H + G / 2) + 0.0, G / 2 + 1e-12);  // the last layer's attention may end after the host
+  EXPECT_LT(t, L * (H + G));
+  EXPECT_GT(t, graph_step(H, G, 0.5, false, 0, L));
+}
+
+// A Llama-3.1-8B scenario on an H100 NVL with the Hugging Face profile of SentenceKV's scenarios.
+Scenario hf_scenario(const std::string& extra, int64_t context) {
+  const std::string y =
+      "hardware: h100-nvl\nmodel: llama-3.1-8b\ncalibration: roofline\nworkload: {context_tokens: " +
+      std::to_string(context) +
+      ", output_tokens: 1, batch: 1, cuda_graphs: false, allow_long_context: true}\npolicies: [full]\n"
+      "implementation: {kv_append: concat, dispatch: eager, ops_per_layer: 60, kernels_per_layer: 39, "
+      "ops_per_step: 65, kernels_per_step: 37, dispatch_us: 3.56" + extra + "}\n";
+  return load_scenario(load_yaml_string(y, "hf.yaml"), "hf.yaml", policy_catalog());
+}
+
+double hf_tpot(const Scenario& s) {
+  const Deployment d = make_deployment(s);
+  const ParamValues none;
+  DesignPoint p{&d, s.policies[0].policy, &none, s.workload.context_tokens[0], 1, 1};
+  const PlanResult r = evaluate(p);
+  EXPECT_TRUE(r.feasible) << r.reason;
+  return r.tpot_s;
+}
+
+TEST(DispatchSync, TheConcatAppendIsTheAttentionPhasesLeadByItsBytes) {
+  // torch.cat of the cache reads the old n tokens and writes them again: 2 n rows of the phase's bytes.
+  const Scenario s = hf_scenario("", 32768);
+  const Deployment d = make_deployment(s);
+  PhaseList out;
+  add_dense_attention(d, 1, 32768, out);
+  ASSERT_EQ(out.size(), 1u);
+  const double row = 2.0 * 8 * 128 * 2;  // one token's K and V in one layer
+  EXPECT_NEAR(out[0].lead_fraction * out[0].work.hbm_bytes, 32.0 * 2 * 32768 * row, 1.0);
+  EXPECT_NEAR(out[0].work.hbm_bytes * (1 - out[0].lead_fraction),
+              32.0 * (32768 * row + row + 2 * 32 * 128 * 2), 1.0);  // one pass, the new token, q and o
+  // An in-place append has no lead.
+  const Scenario in_place = load_scenario(
+      load_yaml_string("hardware: h100-nvl\nmodel: llama-3.1-8b\nworkload: {context_tokens: 32768}\npolicies: [full]\n", "e.yaml"),
+      "e.yaml", policy_catalog());
+  const Deployment e = make_deployment(in_place);
+  PhaseList plain;
+  add_dense_attention(e, 1, 32768, plain);
+  EXPECT_EQ(plain[0].lead_fraction, 0.0);
+}
+
+TEST(DispatchSync, ASyncPerLayerExposesTheCacheCopyOfEveryLayer) {
+  // At 32K the eager step is host-bound without the sync; with it, each layer's host time and its
+  // torch.cat of the cache (2 x 256 MiB at 3.9 TB/s: 0.138 ms) add up.
+  const double ctx = 32768;
+  const double without = hf_tpot(hf_scenario("", int64_t(ctx)));
+  const double with = hf_tpot(hf_scenario(", sync_per_layer: true, ops_before_sync: 42, kernels_before_sync: 24", int64_t(ctx)));
+  const double cat = 2 * ctx * 2.0 * 8 * 128 * 2 / 3.9e12;
+  EXPECT_GT(with - without, 0.8 * 32 * cat) << with << " " << without;
+  EXPECT_LT(with - without, 32 * (cat + 2 * ctx * 4096 / 3.9e12) + 1e-3);  // at most the cat and the attention pass, plus slack
+}
+
+TEST(DispatchSync, TheStepsOperatorsBeforeTheLayersAreNotHiddenByAGpuBoundStep) {
+  // At 256K the step is HBM-bound: the once-per-step operators at the end were hidden behind the GPU;
+  // issued before the first layer (after generate()'s sync), they delay the whole step.
+  const Scenario base = hf_scenario("", 262144), front = hf_scenario(", ops_before_layers: 65, kernels_before_layers: 37", 262144);
+  const Deployment d = make_deployment(front);
+  EXPECT_NEAR(d.machine.dispatch_step_pre_s, d.machine.dispatch_step_s, 1e-15);
+  EXPECT_NEAR(hf_tpot(front) - hf_tpot(base), d.machine.dispatch_step_s, 0.02 * d.machine.dispatch_step_s);
+}
+
+TEST(DispatchSync, ProfilesWithoutTheSyncFieldsKeepTheirStep) {
+  // No sync fields: no pre-sync or pre-layer host time, and the concat lead does not change the step.
+  const Scenario s = hf_scenario("", 65536);
+  const Deployment d = make_deployment(s);
+  EXPECT_FALSE(d.machine.sync_per_layer);
+  EXPECT_EQ(d.machine.dispatch_layer_pre_sync_s, 0.0);
+  EXPECT_EQ(d.machine.dispatch_step_pre_s, 0.0);
+  PhaseList pol, dense;
+  add_dense_attention(d, 1, 65536, pol);
+  add_decode_dense_phases(d, 1, dense);
+  const double cut = sim::build_decode_graph(pol, dense, 32, d.machine).graph.run(sim::capacities(d.machine)).makespan;
+  pol[0].lead_fraction = 0;
+  const sim::DecodeGraph whole = sim::build_decode_graph(pol, dense, 32, d.machine);
+  EXPECT_EQ(cut, whole.graph.run(sim::capacities(d.machine)).makespan);
+}
+
+TEST(DispatchSync, SyncFieldsNameWhatTheyNeed) {
+  auto error_of = [](const std::string& impl) {
+    const std::string y = "hardware: h100-sxm\nmodel: llama-3.1-8b\nworkload: {context_tokens: 1024}\npolicies: [full]\n"
+                          "implementation: {" + impl + "}\n";
+    try {
+      load_scenario(load_yaml_string(y, "s.yaml"), "s.yaml", policy_catalog());
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string eager = "dispatch: eager, ops_per_layer: 60, kernels_per_layer: 39, dispatch_us: 3.56, ";
+  std::string m = error_of("sync_per_layer: true");
+  EXPECT_NE(m.find("implementation.sync_per_layer"), std::string::npos) << m;
+  EXPECT_NE(m.find("dispatch: eager"), std::string::npos) << m;
+  m = error_of(eager + "ops_before_sync: 42");
+  EXPECT_NE(m.find("implementation.ops_before_sync"), std::string::npos) << m;
+  EXPECT_NE(m.find("sync_per_layer: true"), std::string::npos) << m;
+  m = error_of(eager + "sync_per_layer: true");  // where the sync falls is required
+  EXPECT_NE(m.find("implementation.ops_before_sync"), std::string::npos) << m;
+  m = error_of(eager + "sync_per_layer: true, ops_before_sync: 61, kernels_before_sync: 2");
+  EXPECT_NE(m.find("implementation.ops_before_sync"), std::string::npos) << m;
+  EXPECT_NE(m.find("61"), std::string::npos) << m;
+  EXPECT_NE(m.find("60"), std::string::npos) << m;  // the allowed range ends at ops_per_layer
+  m = error_of(eager + "ops_per_step: 65, kernels_per_step: 37, ops_before_layers: 66");
+  EXPECT_NE(m.find("implementation.ops_before_layers"), std::string::npos) << m;
+  EXPECT_NE(m.find("65"), std::string::npos) << m;
 }
 
 }  // namespace
