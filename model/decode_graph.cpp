@@ -23,7 +23,7 @@ SimPhase instance(const Phase& p, const Machine& m) {
     const double k = 1.0 / p.repeat;
     Work& w = one.work;
     w.flops *= k, w.hbm_bytes *= k, w.dram_bytes *= k, w.h2d_bytes *= k, w.d2h_bytes *= k;
-    w.link_bytes *= k, w.launches *= k;
+    w.link_bytes *= k, w.launches *= k, w.host_calls *= k;
     one.repeat = 1;  // one instance now: a `bytes` efficiency curve must see this instance's bytes, as the roofline does
   }
   return to_sim_phase(one, m);

@@ -73,6 +73,10 @@ struct Work {
   double d2h_bytes = 0;
   double link_bytes = 0;  // bytes each GPU sends over NVLink/PCIe peer links (all-reduce)
   double launches = 0;
+  // Separate calls a host phase makes into a host kernel (a rerank or attention per sequence and KV
+  // head, say): each pays the host's measured call cost (Calibration::host_threads), shared out over
+  // the threads that run the phase. GPU kernels count in `launches` instead.
+  double host_calls = 0;
 };
 
 // Where a phase runs in time. Phases on one stream run in order (like a CUDA stream or a CPU
@@ -98,6 +102,11 @@ struct Phase {
   // projection waits for every policy phase not marked `detached`.
   std::array<int8_t, 3> after{-1, -1, -1};
   bool detached = false;  // nothing waits for it inside the layer (an asynchronous update)
+  // A host phase's independent pieces per instance (per layer): one per sequence and KV head for a
+  // per-head rerank. It runs on min(lanes, the host's cores) threads, each at one core's compute and
+  // DRAM bandwidth, and pays one parallel region (fork and join) per instance when that is more than
+  // one thread (model/roofline.hpp, host_limits). 0 = not declared: the phase runs on every core.
+  double lanes = 0;
   // The step's shape, set by the planner on every phase (0 = not known): the tokens each sequence
   // attends to and the sequences in the step. Efficiency curves may be measured against them.
   double context_tokens = 0;

@@ -1,5 +1,7 @@
 #include "model/roofline.hpp"
 
+#include <algorithm>
+
 namespace kvsim {
 
 Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, DType act_dtype, bool cuda_graphs,
@@ -10,6 +12,8 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
   m.tensor_act = gpu.tensor_peak(act_dtype) > 0 ? gpu.tensor_peak(act_dtype) : gpu.tensor_fp16;
   m.simt = gpu.fp32;
   m.host_compute = host.fp32 / gpus_per_host;
+  m.host_cores = std::max(1.0, double(host.cores) / gpus_per_host);
+  m.host_threads = cal.host_threads;
   m.hbm = gpu.hbm_bandwidth;
   m.dram = host.dram_bandwidth / gpus_per_host;
   m.h2d = gpu.h2d_pinned;
@@ -21,6 +25,21 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
   m.kernel_latency = cuda_graphs ? gpu.kernel_latency : gpu.host_launch_latency;
   m.calibration = &cal;
   return m;
+}
+
+HostLimits host_limits(const Phase& p, const Machine& m) {
+  HostLimits h;
+  if (p.lanes <= 0) {
+    h.threads = m.host_cores, h.compute = m.host_compute, h.dram = m.dram;
+  } else {
+    h.threads = std::min(m.host_cores, std::max(1.0, p.lanes));
+    h.compute = m.host_compute * h.threads / m.host_cores;
+    const double core = m.host_threads.core_dram > 0 ? m.host_threads.core_dram : m.dram / m.host_cores;
+    h.dram = std::min(m.dram, h.threads * core);
+    if (h.threads > 1) h.fixed_s += std::max(1.0, p.repeat) * m.host_threads.region_s;
+  }
+  h.fixed_s += p.work.host_calls * m.host_threads.call_s / h.threads;
+  return h;
 }
 
 PhaseTime roofline(const Phase& p, const Machine& m) {
@@ -39,16 +58,20 @@ PhaseTime roofline(const Phase& p, const Machine& m) {
     case ComputeUnit::tensor: consider(w.flops, m.tensor, Ceiling::tensor, Bound::compute); break;
     case ComputeUnit::tensor_act: consider(w.flops, m.tensor_act, Ceiling::tensor, Bound::compute); break;
     case ComputeUnit::simt: consider(w.flops, m.simt, Ceiling::simt, Bound::compute); break;
-    case ComputeUnit::host: consider(w.flops, m.host_compute, Ceiling::host_compute, Bound::compute); break;
+    case ComputeUnit::host: break;  // below, with the host's threads
   }
+  const bool on_host = p.unit == ComputeUnit::host;
+  const HostLimits host = on_host ? host_limits(p, m) : HostLimits{};
+  if (on_host) consider(w.flops, host.compute, Ceiling::host_compute, Bound::compute);
   consider(w.hbm_bytes, m.hbm, Ceiling::hbm, Bound::hbm);
-  consider(w.dram_bytes, m.dram, Ceiling::dram, Bound::dram);
+  consider(w.dram_bytes, on_host ? host.dram : m.dram, Ceiling::dram, Bound::dram);
   consider(w.h2d_bytes, m.h2d, Ceiling::h2d, Bound::h2d);
   consider(w.d2h_bytes, m.d2h, Ceiling::d2h, Bound::d2h);
   consider(w.link_bytes, m.link, Ceiling::link, Bound::interconnect);
-  // Kernel launches cost GPU time; CPU routines and copies have their own call costs (policies add
-  // them as launches on those devices with the same per-call latency until calibrated separately).
-  const double fixed = w.launches * m.kernel_latency;
+  // Kernel launches cost GPU time; a host phase that declares its calls pays the host's measured call
+  // and parallel-region costs (host_limits). A phase that counts host or copy work as `launches` pays
+  // the GPU's per-kernel latency for them, as it always did.
+  const double fixed = w.launches * m.kernel_latency + host.fixed_s;
   if (fixed > t.seconds) t.bound = Bound::latency;
   t.seconds += fixed;
   t.extrapolated = outside;

@@ -33,6 +33,15 @@ class CtkvrPolicy final : public Policy {
   const std::vector<ParamSpec>& params() const override { return param_table().specs(); }
   const std::vector<BudgetKnob>& budget_knobs() const override { return param_table().knobs(); }
   static double gpu_tokens(const Params& p, double n) { return std::min(n, p.init_tokens + p.local_tokens); }
+  // How the CPU side runs (§3.2 says only that the rerank and the sparse attention of the offloaded
+  // tokens are computed on the CPU, beside the GPU, with no word on threads or calls; kvsim reads it as
+  // its own native host kernels, kernels/host/, which work per KV head): one call per sequence, KV head
+  // and layer, each an independent piece for the host's threads, B·hkv of them per layer.
+  static void host_pieces(Phase& p, double B, const blocks::Shape& s) {
+    p.lanes = B * s.hkv;
+    p.work.host_calls = s.L * B * s.hkv;
+    p.work.launches = 0;  // host calls, not GPU kernels
+  }
   static double recall(const Params& p, double offloaded) {
     return std::min(offloaded, centroid_ids(p) * p.probes * p.dedup);
   }
@@ -107,10 +116,12 @@ class CtkvrPolicy final : public Policy {
       Phase rr = blocks::host("cpu_rerank", B, s.hkv * Lr * (2 * s.hd * s.group + 4), s.hkv * Lr * s.key_row,
                               s.key_row, s.L);
       rr.after = {2, -1, -1};
+      host_pieces(rr, B, s);
       out.push_back(rr);
       // 4: sparse attention over the rho' chosen tokens' K and V from DRAM.
       Phase ca = blocks::host("cpu_attention", B, s.hq * chosen * (4 * s.hd + 5), s.hkv * chosen * 2 * s.key_row,
                               s.key_row, s.L);
+      host_pieces(ca, B, s);
       out.push_back(ca);
       // 5: partial outputs and log-sum-exp back to the GPU (fp32).
       Phase up = blocks::copy("partials_to_gpu", true, B, s.hq * (s.hd + 1) * 4, 0, s.L);
