@@ -58,8 +58,8 @@ struct EfficiencyCurve {
 // How the host runs its kernels as separate calls on its cores, for host phases that declare their
 // calls and pieces (Work::host_calls, Phase::lanes): measured by `kvsim validate --device cpu` on the
 // host the calibration is for (validate/host_threads.hpp), and borrowed with the host's efficiencies by
-// a host that has no measurement of its own. 0 = not measured: no call or region cost, and a core's DRAM
-// bandwidth is the host's over its cores.
+// a host that has no measurement of its own. 0 = not measured: no call or region cost and no per-core
+// DRAM limit (so the uncalibrated roofline stays a bound).
 struct HostThreads {
   double call_s = 0;     // one call of a small host kernel, fixed cost (s)
   double region_s = 0;   // one parallel region's fork and join over the host's threads (s)

@@ -22,11 +22,15 @@ constexpr MetricInfo kMetrics[] = {
     {ReproMetric::tpot, "tpot", false},         {ReproMetric::ttft, "ttft", false},
     {ReproMetric::latency, "latency", false},   {ReproMetric::hbm_peak, "hbm_peak", true},
     {ReproMetric::kv_prompt, "kv_prompt", true}, {ReproMetric::kv_per_token, "kv_per_token", true},
-    {ReproMetric::phase, "phase", false},
+    {ReproMetric::phase, "phase", false},       {ReproMetric::throughput, "throughput", false},
 };
 
 const std::map<std::string, double>& time_units() {
   static const std::map<std::string, double> u = {{"s", 1.0}, {"ms", 1e-3}};
+  return u;
+}
+const std::map<std::string, double>& rate_units() {
+  static const std::map<std::string, double> u = {{"tok/s", 1.0}};
   return u;
 }
 const std::map<std::string, double>& byte_units() {
@@ -34,6 +38,13 @@ const std::map<std::string, double>& byte_units() {
                                                   {"GiB", 1073741824.0}, {"KB", 1e3},  {"MB", 1e6},
                                                   {"GB", 1e9}};
   return u;
+}
+
+// The units a metric's figures may be given in: bytes, a rate, or a time.
+const std::map<std::string, double>& units_of(ReproMetric m) {
+  if (m == ReproMetric::hbm_peak || m == ReproMetric::kv_prompt || m == ReproMetric::kv_per_token) return byte_units();
+  if (m == ReproMetric::throughput) return rate_units();
+  return time_units();
 }
 std::vector<std::string> keys(const std::map<std::string, double>& m) {
   std::vector<std::string> k;
@@ -100,8 +111,7 @@ void load_series(const YAML::Node& node, const std::string& file, const std::str
   for (const auto& mi : kMetrics)
     if (metric == mi.name) info = &mi;
   f.metric = info->metric;
-  const auto& units = info->bytes ? byte_units() : time_units();
-  f.unit = m.choice("unit", keys(units));
+  f.unit = m.choice("unit", keys(units_of(f.metric)));
   f.phases = string_list(m, "phases");
   f.stage = m.choice("stage", {"prefill", "decode"}, "decode");
   if (f.metric == ReproMetric::phase && f.phases.empty()) m.fail("phases", "metric phase needs the phase names to sum (see `kvsim plan --format json`)");
@@ -187,11 +197,7 @@ std::vector<ReproRow> reproduce(const Reproduction& r) {
   for (const PublishedFigure& f : r.figures) {
     ReproRow row;
     row.figure = &f;
-    const auto& units = (f.metric == ReproMetric::hbm_peak || f.metric == ReproMetric::kv_prompt ||
-                         f.metric == ReproMetric::kv_per_token)
-                            ? byte_units()
-                            : time_units();
-    const double unit = units.at(f.unit);
+    const double unit = units_of(f.metric).at(f.unit);
     double si = 0;  // seconds or bytes
     if (f.metric == ReproMetric::kv_per_token) {
       si = d.kv_bytes_per_token();
@@ -206,6 +212,8 @@ std::vector<ReproRow> reproduce(const Reproduction& r) {
         si = p.memory.hbm_bytes;
       } else if (f.metric == ReproMetric::ttft) {
         si = p.ttft_s;
+      } else if (f.metric == ReproMetric::throughput) {
+        si = p.throughput_tok_s;
       } else if (f.metric == ReproMetric::latency) {
         si = p.ttft_s + double(f.output - 1) * p.tpot_s;
       } else if (f.metric == ReproMetric::tpot) {

@@ -23,6 +23,7 @@ enum class ReproMetric {
   kv_prompt,     // HBM KV of one sequence after prefill (the prompt only, no generated tokens)
   kv_per_token,  // KV bytes of one token, all layers
   phase,         // seconds of the named phase(s) in one prefill or one decode step, solo roofline
+  throughput,    // decode tokens per second per GPU at the figure's batch (PlanResult::throughput_tok_s)
 };
 
 struct PublishedFigure {
@@ -37,7 +38,7 @@ struct PublishedFigure {
   std::string stage;                // metric phase: "prefill" or "decode"
   bool oom = false;                 // the paper printed OOM instead of a number
   double value = 0;                 // in `unit`
-  std::string unit;                 // ms, s, B, KiB, MiB, GiB, KB, MB, GB
+  std::string unit;                 // ms, s, B, KiB, MiB, GiB, KB, MB, GB, tok/s
   int decimals = 0;                 // digits the paper printed after the point
   bool exact = false;               // memory/index figures the configuration determines: must match to the printed digits
   std::string note;                 // why a figure is read the way it is (shown in the report)

@@ -34,8 +34,8 @@ HostLimits host_limits(const Phase& p, const Machine& m) {
   } else {
     h.threads = std::min(m.host_cores, std::max(1.0, p.lanes));
     h.compute = m.host_compute * h.threads / m.host_cores;
-    const double core = m.host_threads.core_dram > 0 ? m.host_threads.core_dram : m.dram / m.host_cores;
-    h.dram = std::min(m.dram, h.threads * core);
+    // Unmeasured, one core's bandwidth sets no limit of its own: the roofline stays a bound.
+    h.dram = m.host_threads.core_dram > 0 ? std::min(m.dram, h.threads * m.host_threads.core_dram) : m.dram;
     if (h.threads > 1) h.fixed_s += std::max(1.0, p.repeat) * m.host_threads.region_s;
   }
   h.fixed_s += p.work.host_calls * m.host_threads.call_s / h.threads;

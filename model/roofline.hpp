@@ -47,7 +47,7 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
 //   threads   = min(lanes, host cores), or every core when the phase declares no lanes
 //   compute   = host fp32 peak x threads / cores
 //   dram      = min(host DRAM bandwidth, threads x one core's DRAM bandwidth), or the host's when the
-//               phase declares no lanes (one core's: measured, else the host's over its cores)
+//               phase declares no lanes or one core's bandwidth was not measured
 //   fixed_s   = host_calls x call cost / threads + one parallel region per instance (repeat) when
 //               threads > 1
 // A phase that declares neither is costed as before: every core, the whole DRAM bandwidth, no call cost.

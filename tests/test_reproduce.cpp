@@ -101,6 +101,23 @@ TEST(Reproduce, ExactMeansWithinTheLastPrintedDigit) {
   EXPECT_NEAR(rows_for("1.0002")[0].predicted, 1.0, 1e-12);
 }
 
+// A throughput figure is the plan's decode tokens per second per GPU at the figure's batch (CTKVR's
+// Tables 14 and 15 are tokens/s), and only a rate unit is accepted for it.
+TEST(Reproduce, ThroughputIsThePlansTokensPerSecondAtTheBatch) {
+  const Reproduction r = from_text(scenario_with(
+      "    - {source: T, policy: full, metric: throughput, unit: tok/s, batch: 2, contexts: [4096], values: [100]}\n"
+      "    - {source: T, policy: full, metric: tpot, unit: s, batch: 2, contexts: [4096], values: [0.05]}\n"));
+  const std::vector<ReproRow> rows = reproduce(r);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_GT(rows[0].predicted, 0);
+  EXPECT_NEAR(rows[0].predicted, 2.0 / rows[1].predicted, 1e-9 * rows[0].predicted);  // batch / TPOT
+  EXPECT_NEAR(rows[0].relative_error, rows[0].predicted / 100 - 1, 1e-12);
+  const std::string e = error_of(scenario_with(
+      "    - {source: T, policy: full, metric: throughput, unit: ms, contexts: [4096], values: [1]}\n"));
+  EXPECT_NE(e.find("reproduce.series[0].unit"), std::string::npos) << e;
+  EXPECT_NE(e.find("tok/s"), std::string::npos) << e;
+}
+
 TEST(Reproduce, BadBlocksNameTheField) {
   struct Case {
     const char* series;  // one series entry, flow style
