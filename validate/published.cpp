@@ -510,8 +510,12 @@ void fits_table(std::ostringstream& o, const PublishedFit& f) {
 
 // Every curve with unverified points: its efficiency at the smallest, middle and largest measured x
 // with every point at weight 1 (before the rule) and with the unverified ones weighted down (after).
-void movement_table(std::ostringstream& o, const PublishedFit& f) {
+void movement_table(std::ostringstream& o, const PublishedFit& f, const std::vector<PublishedPoint>& points) {
+  int unverified = 0, chart = 0, chart_verified = 0;
+  for (const auto& p : points) unverified += p.unverified(), chart += p.read_off_chart, chart_verified += p.read_off_chart && !p.unverified();
   o << "\n### Unverified points weighted down, and how far that moves each curve\n\n"
+    << unverified << " of the " << points.size() << " points are unverified; " << chart << " were read off a chart, "
+    << chart_verified << " of those verified (weight 1). "
     << "Efficiency at the smallest, the geometric middle and the largest measured x, every point at weight 1 "
        "(before) and unverified points at weight " << fmt("%g", kUnverifiedWeight) << " (after); errors are then "
        "judged on the verified points alone, unless the curve rests on unverified readings.\n\n"
@@ -567,7 +571,7 @@ void list_section(std::ostringstream& o, const std::string& title, const std::ve
 std::string published_report_markdown(const PublishedFit& f, const std::vector<PublishedPoint>& points) {
   std::ostringstream o;
   fits_table(o, f);
-  movement_table(o, f);
+  movement_table(o, f, points);
   points_table(o, f, points);
   gpus_table(o, f);
   list_section(o, "Left out: efficiency above 1 (a data error in the point or in the ceiling)", f.above_ceiling);

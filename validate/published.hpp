@@ -73,8 +73,8 @@ std::vector<PublishedPoint> load_published(const std::string& path);
 inline constexpr int kMinCurvePoints = 3;
 inline constexpr double kMaxFitError = 0.30;
 // The least-squares weight of an unverified point. Its value is someone's reading we could not check,
-// of unknown error: ten of them count as one checked point, so they cannot decide a curve that has
-// checked points (no curve has more than six), yet still give a shape where nothing checked exists.
+// of unknown error: ten of them count as one checked point, so a few cannot decide a curve that has
+// checked points, yet they still give a shape where nothing checked exists.
 inline constexpr double kUnverifiedWeight = 0.1;
 
 struct CurvePoint {

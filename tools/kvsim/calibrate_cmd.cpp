@@ -60,15 +60,14 @@ std::string report_preamble(const std::string& command) {
          "**Unverified points.** A point whose `verified:` starts with \"no\" could not be checked against its "
          "source (a value read off a chart image or a PDF the tools could not open). It is fitted at weight " +
          fmt("%g", validate::kUnverifiedWeight) +
-         " instead of 1: ten unverified readings count as one checked point, so they cannot decide a curve that has "
-         "checked points (no curve has more than six of them), yet they still give a curve its shape where nothing "
-         "checked exists. While the verified points make a curve on their own (at least " +
+         " instead of 1: ten unverified readings count as one checked point, so a few of them cannot decide a curve "
+         "that has checked points, yet they still give a curve its shape where nothing checked exists. While the verified points make a curve on their own (at least " +
          std::to_string(validate::kMinCurvePoints) +
          " points at two or more x), the fit and held-out errors are judged on them alone. A curve they cannot make is "
          "still fitted, from every point, and flagged *rests on unverified readings*: in the tables below, in the "
          "calibration file's `description` (which `kvsim plan` prints) and in the curve's `source`. The rule was "
-         "fixed before any paper comparison was looked at. Points read off a chart but verified (the value found "
-         "in the source's text) would stay at weight 1; there are none today: every chart reading is unverified.\n\n"
+         "fixed before any paper comparison was looked at. A point read off a chart but verified (its value found "
+         "in the source's text) keeps weight 1: verification, not the medium, is what the weight is about.\n\n"
          "**Efficiencies above 1.** A point whose achieved rate exceeds its ceiling is a data error, in the point "
          "or in the ceiling: it is left out and listed with both rates, never clamped to 1.\n\n"
          "Re-run with:\n\n    " + command + " --report docs/validation/gpu-published.md\n\n## Fits\n\n";
