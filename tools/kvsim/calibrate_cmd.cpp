@@ -66,6 +66,18 @@ int run_calibrate_command(CalibrateCommand& c, int argc, char** argv) {
         "is fitted on the HBM ceiling when its arithmetic intensity is below the GPU's ridge (tensor peak / HBM "
         "bandwidth: decode-size products of a few tokens) and on the tensor ceiling above it (prefill-size "
         "products).\n\n"
+        "Which GEMM points are in the data (rule fixed for issue 27 before any new point's effect on a fit, plan or "
+        "reproduction was looked at): a `gemm` or `gemv` point is one dense fp16/bf16 matrix product (cuBLAS or "
+        "cuBLASLt, directly or through torch, or CUTLASS) timed on its own, with M, N, K and dtype stated by the "
+        "source or by its own script and command; the GPU is named in the same thread, file or repository (a form "
+        "factor the source does not state is pinned only by the product string, e.g. \"H100 80GB HBM3\" = SXM5, or "
+        "for an H100 by an implied bandwidth or rate above the PCIe card's datasheet); the number is text in the "
+        "source, not read off a chart. Every row of such a table on a library GPU is taken (the fp16/bf16 baseline "
+        "column, every M and shape visible), except rows under 20 us per call when the harness times eager calls from "
+        "the host without CUDA graphs (per-call launch and dispatch overhead, ~5-10 us, is then part of the time) and "
+        "values reported as the maximum over a sweep of shapes (a shape picked because it was fast). No point is left "
+        "out or chosen for what it does to a fit, a plan or a reproduction; measurements that disagree are all kept. "
+        "Details and the sources looked at and not used: [gpu-published-sources.md](gpu-published-sources.md).\n\n"
         "Re-run with:\n\n    " + command + " --report docs/validation/gpu-published.md\n\n## Fits\n\n" + tables;
     write_file_atomic(c.report, doc);
   }
