@@ -70,6 +70,18 @@ std::string report_preamble(const std::string& command) {
          "in the source's text) keeps weight 1: verification, not the medium, is what the weight is about.\n\n"
          "**Efficiencies above 1.** A point whose achieved rate exceeds its ceiling is a data error, in the point "
          "or in the ceiling: it is left out and listed with both rates, never clamped to 1.\n\n"
+         "**Which GEMM points are in the data** (rule fixed for issue 27 before any new point's effect on a fit, plan "
+         "or reproduction was looked at): a `gemm` or `gemv` point is one dense fp16/bf16 matrix product (cuBLAS or "
+         "cuBLASLt, directly or through torch, or CUTLASS) timed on its own, with M, N, K and dtype stated by the "
+         "source or by its own script and command; the GPU is named in the same thread, file or repository (a form "
+         "factor the source does not state is pinned only by the product string, e.g. \"H100 80GB HBM3\" = SXM5, or "
+         "for an H100 by an implied bandwidth or rate above the PCIe card's datasheet); the number is text in the "
+         "source, not read off a chart. Every row of such a table on a library GPU is taken (the fp16/bf16 baseline "
+         "column, every M and shape visible), except rows under 20 us per call when the harness times eager calls from "
+         "the host without CUDA graphs (per-call launch and dispatch overhead, ~5-10 us, is then part of the time) and "
+         "values reported as the maximum over a sweep of shapes (a shape picked because it was fast). No point is left "
+         "out or chosen for what it does to a fit, a plan or a reproduction; measurements that disagree are all kept. "
+         "Details and the sources looked at and not used: [gpu-published-sources.md](gpu-published-sources.md).\n\n"
          "Re-run with:\n\n    " + command + " --report docs/validation/gpu-published.md\n\n## Fits\n\n";
 }
 
