@@ -125,6 +125,8 @@ TEST(Reproduce, ThroughputIsThePlansTokensPerSecondAtTheBatch) {
       "    - {source: T, policy: full, metric: throughput, unit: ms, contexts: [4096], values: [1]}\n"));
   EXPECT_NE(e.find("reproduce.series[0].unit"), std::string::npos) << e;
   EXPECT_NE(e.find("tok/s"), std::string::npos) << e;
+}
+
 TEST(Reproduce, ExactMeansHalfAUnitOfThePublishedLastDigit) {
   // 8200 tokens are 1.0009765625 GiB. The same prediction matches "1.001" and "1.00" (off by less than
   // half of 0.001 and of 0.01) but not "1.000" (off by 0.00098, more than half of 0.001), nor "1.1" or
