@@ -56,7 +56,7 @@ struct EfficiencyCurve {
 };
 
 // How the host runs its kernels as separate calls on its cores, for host phases that declare their
-// calls and pieces (Work::host_calls, Phase::lanes): measured by `kvsim validate --device cpu` on the
+// calls and pieces (Phase::lanes; their launches are host calls): measured by `kvsim validate --device cpu` on the
 // host the calibration is for (validate/host_threads.hpp), and borrowed with the host's efficiencies by
 // a host that has no measurement of its own. 0 = not measured: no call or region cost and no per-core
 // DRAM limit (so the uncalibrated roofline stays a bound).

@@ -23,7 +23,7 @@ SimPhase instance(const Phase& p, const Machine& m) {
     const double k = 1.0 / p.repeat;
     Work& w = one.work;
     w.flops *= k, w.hbm_bytes *= k, w.dram_bytes *= k, w.h2d_bytes *= k, w.d2h_bytes *= k;
-    w.link_bytes *= k, w.launches *= k, w.host_calls *= k;
+    w.link_bytes *= k, w.launches *= k;
     one.repeat = 1;  // one instance now: a `bytes` efficiency curve must see this instance's bytes, as the roofline does
   }
   return to_sim_phase(one, m);
@@ -48,11 +48,11 @@ DecodeGraph build_decode_graph(const std::vector<Phase>& pol, const std::vector<
   // of the GPU while it can; when issuing is slower than executing, the GPU waits.
   double layer_launches = 0, step_launches = 0;
   for (const auto* list : {&pol, &dense})
-    for (const Phase& p : *list) (p.repeat > 1 ? layer_launches : step_launches) += p.work.launches / std::max(1.0, p.repeat);
+    for (const Phase& p : *list) (p.repeat > 1 ? layer_launches : step_launches) += gpu_launches(p) / std::max(1.0, p.repeat);
   size_t last_dispatch = kNone;
   auto dispatch = [&](const Phase& p, int layer) -> size_t {
     if (!m.has_dispatch()) return kNone;
-    const double launches = p.work.launches / std::max(1.0, p.repeat);
+    const double launches = gpu_launches(p) / std::max(1.0, p.repeat);
     const double host_s = layer >= 0 ? (layer_launches > 0 ? m.dispatch_layer_s * launches / layer_launches : 0)
                                      : (step_launches > 0 ? m.dispatch_step_s * launches / step_launches : 0);
     if (!(host_s > 0)) return kNone;

@@ -24,7 +24,7 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   s.name = std::string(p.name);
   const bool on_host = p.unit == ComputeUnit::host;
   const HostLimits host = on_host ? host_limits(p, m) : HostLimits{};
-  s.latency = p.work.launches * m.kernel_latency + host.fixed_s;
+  s.latency = on_host && p.lanes > 0 ? host.fixed_s : p.work.launches * m.kernel_latency;
   s.amount.assign(size_t(Resource::count), 0.0);
   auto put = [&](Resource r, double amount, Ceiling c) {
     if (amount > 0) s.amount[size_t(r)] += amount / cal.efficiency(p, c, phase_bytes_on(p, c));

@@ -41,16 +41,17 @@ struct Machine {
 Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, DType act_dtype, bool cuda_graphs,
                      const Calibration& cal, int gpus_per_host = 1);
 
-// What running on the host's cores costs a host phase that declares its pieces (Phase::lanes) or its
-// calls (Work::host_calls); the roofline and the simulator both read it, so a phase alone takes the
-// same time in both:
+// What running on the host's cores costs a host phase that declares its pieces (Phase::lanes; its
+// launches are then host calls); the roofline and the simulator both read it, so a phase alone takes
+// the same time in both:
 //   threads   = min(lanes, host cores), or every core when the phase declares no lanes
 //   compute   = host fp32 peak x threads / cores
 //   dram      = min(host DRAM bandwidth, threads x one core's DRAM bandwidth), or the host's when the
 //               phase declares no lanes or one core's bandwidth was not measured
-//   fixed_s   = host_calls x call cost / threads + one parallel region per instance (repeat) when
+//   fixed_s   = launches x call cost / threads + one parallel region per instance (repeat) when
 //               threads > 1
-// A phase that declares neither is costed as before: every core, the whole DRAM bandwidth, no call cost.
+// A phase that declares no pieces is costed as before: every core, the whole DRAM bandwidth, and its
+// launches at the GPU's kernel latency.
 struct HostLimits {
   double threads = 1, compute = 0, dram = 0, fixed_s = 0;
 };

@@ -73,7 +73,7 @@ Machine host_machine(const Calibration& cal, double cores, double call_s, double
 Phase host_phase(Work w, double lanes) {
   Phase p{"h", PhaseKind::host_kernel, Device::cpu, ComputeUnit::host, w};
   p.stream = Stream::host;
-  p.lanes = lanes;
+  p.lanes = float(lanes);
   return p;
 }
 }  // namespace
@@ -83,14 +83,14 @@ Phase host_phase(Work w, double lanes) {
 TEST(Roofline, AHostPhaseOfManySmallCallsIsCallBoundAndOneCallIsBandwidthBound) {
   Calibration cal;
   const Machine m = host_machine(cal, 8, 1e-6, 0);
-  const PhaseTime many = roofline(host_phase({.dram_bytes = 1e6, .host_calls = 1e5}, 1), m);
+  const PhaseTime many = roofline(host_phase({.dram_bytes = 1e6, .launches = 1e5}, 1), m);
   EXPECT_EQ(many.bound, Bound::latency);
   EXPECT_DOUBLE_EQ(many.seconds, 50e-6 + 0.1);
-  const PhaseTime one = roofline(host_phase({.dram_bytes = 1e6, .host_calls = 1}, 1), m);
+  const PhaseTime one = roofline(host_phase({.dram_bytes = 1e6, .launches = 1}, 1), m);
   EXPECT_EQ(one.bound, Bound::dram);
   EXPECT_DOUBLE_EQ(one.seconds, 50e-6 + 1e-6);
   // Spread over 8 independent pieces, the calls share out over 8 threads and so does the bandwidth.
-  const PhaseTime spread = roofline(host_phase({.dram_bytes = 1e6, .host_calls = 1e5}, 8), m);
+  const PhaseTime spread = roofline(host_phase({.dram_bytes = 1e6, .launches = 1e5}, 8), m);
   EXPECT_DOUBLE_EQ(spread.seconds, 1e6 / (8 * 20e9) + 1e5 * 1e-6 / 8);
 }
 

@@ -157,7 +157,7 @@ TEST(StepGraph, AThreadLimitedHostPhaseAloneTakesItsRoofline) {
   cal.host_threads = {.call_s = 0.3e-6, .region_s = 20e-6, .core_dram = 15e9};
   const Deployment d = make_deployment(m, g, h, cal);
   Phase p{"cpu_rerank", PhaseKind::host_kernel, Device::cpu, ComputeUnit::host,
-          {.flops = 2e9, .dram_bytes = 3e9, .host_calls = 64}};
+          {.flops = 2e9, .dram_bytes = 3e9, .launches = 64}};
   p.stream = Stream::host;
   p.lanes = 8;  // 8 of 56 cores: 8 x 15 GB/s, well under the host's 307 GB/s
   const PhaseTime rt = roofline(p, d.machine);

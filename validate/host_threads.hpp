@@ -1,7 +1,7 @@
 // What a host phase pays for running as separate calls on the host's cores, measured on this machine
 // for kvsim's own (native) host kernels: the `host_threads:` block of a host calibration
 // (model/calibration.hpp, HostThreads), which the planner charges to host phases that declare their
-// calls and independent pieces (Work::host_calls, Phase::lanes; model/roofline.hpp, host_limits).
+// calls and independent pieces (Phase::lanes, whose launches are then host calls; model/roofline.hpp, host_limits).
 //
 //   call_s     one call of the optimized host attention kernel over a single token (one KV head's GQA
 //              group of 4 query rows, d = 128): the part of a per-head call that does not grow with

@@ -38,9 +38,8 @@ class CtkvrPolicy final : public Policy {
   // its own native host kernels, kernels/host/, which work per KV head): one call per sequence, KV head
   // and layer, each an independent piece for the host's threads, B·hkv of them per layer.
   static void host_pieces(Phase& p, double B, const blocks::Shape& s) {
-    p.lanes = B * s.hkv;
-    p.work.host_calls = s.L * B * s.hkv;
-    p.work.launches = 0;  // host calls, not GPU kernels
+    p.lanes = float(B * s.hkv);
+    p.work.launches = s.L * B * s.hkv;  // host calls (with lanes), not GPU kernels
   }
   static double recall(const Params& p, double offloaded) {
     return std::min(offloaded, centroid_ids(p) * p.probes * p.dedup);
