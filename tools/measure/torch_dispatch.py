@@ -19,7 +19,10 @@
    a kernel (views, reshapes and other metadata-only operators launch none).
 
 Needs torch and transformers (PyPI). Prints YAML to paste into a scenario's implementation block.
-Usage: python3 tools/measure/torch_dispatch.py [--attn sdpa|eager] [--calls 20000]
+The model is a tiny Llama (`--arch llama`, also LongChat's architecture) or Qwen2 (`--arch qwen2`,
+Qwen2 and Qwen2.5): use the architecture of the scenario's model (docs/reproductions.md, miss 1, the
+dispatch rule).
+Usage: python3 tools/measure/torch_dispatch.py [--arch llama|qwen2] [--attn sdpa|eager] [--calls 20000]
 """
 import argparse
 import statistics
@@ -54,13 +57,27 @@ METADATA_OPS = {"aten::view", "aten::reshape", "aten::transpose", "aten::unsquee
                 "aten::to", "aten::_to_copy_noop", "aten::empty", "aten::arange_noop", "aten::is_nonzero"}
 
 
+ARCH = "llama"  # set from --arch in main()
+
+
 def tiny_llama(layers, attn):
-    from transformers import LlamaConfig, LlamaForCausalLM
+    """A tiny randomly initialized model of the chosen architecture (hidden 64: compute negligible)."""
+    import transformers
+    config, model = {"llama": ("LlamaConfig", "LlamaForCausalLM"),
+                     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM")}[ARCH]
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
+    cfg = getattr(transformers, config)(vocab_size=128, hidden_size=64, intermediate_size=128,
+                                        num_hidden_layers=layers, num_attention_heads=4,
+                                        num_key_value_heads=2, max_position_embeddings=4096)
     cfg._attn_implementation = attn
-    return LlamaForCausalLM(cfg).eval()
+    return getattr(transformers, model)(cfg).eval()
+
+
+def dynamic_cache():
+    """The cache object generate() decodes with (DynamicCache): a step fed the legacy tuple format would
+    also time its conversion to and from a DynamicCache, which generate() does not do."""
+    from transformers import DynamicCache
+    return DynamicCache()
 
 
 def step_seconds(layers, attn, steps=300):
@@ -69,7 +86,7 @@ def step_seconds(layers, attn, steps=300):
     ids = torch.randint(0, 128, (1, 16))
     times = []
     with torch.no_grad():
-        out = model(ids, use_cache=True)
+        out = model(ids, past_key_values=dynamic_cache(), use_cache=True)
         past, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
         for i in range(steps):
             t = time.perf_counter()
@@ -134,7 +151,7 @@ def count_decode_ops(layers, attn):
     model = tiny_llama(layers, attn)
     ids = torch.randint(0, 128, (1, 16))
     with torch.no_grad():
-        out = model(ids, use_cache=True)
+        out = model(ids, past_key_values=dynamic_cache(), use_cache=True)
         past = out.past_key_values
         nxt = out.logits[:, -1:].argmax(-1)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
@@ -145,9 +162,12 @@ def count_decode_ops(layers, attn):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", default="llama", choices=["llama", "qwen2"])
     ap.add_argument("--attn", default="sdpa", choices=["sdpa", "eager"])
     ap.add_argument("--calls", type=int, default=20000)
     a = ap.parse_args()
+    global ARCH
+    ARCH = a.arch
     bare_us, each = dispatch_us(a.calls)
     (one, k1), (two, k2) = count_decode_ops(1, a.attn), count_decode_ops(2, a.attn)
     per_layer, kernels_per_layer = two - one, k2 - k1
@@ -157,11 +177,13 @@ def main():
     # criteria) beyond the forward pass and greedy argmax that step_seconds times by hand.
     loop_us = (generate_step_seconds(a.attn) - step_seconds(1, a.attn)) * 1e6
     gen_ops, gen_kernels = count_generate_ops(a.attn)  # one layer plus everything outside it, per step
-    print(f"# measured by tools/measure/torch_dispatch.py --attn {a.attn}: torch {torch.__version__}, 1 thread. One tiny-Llama "
+    import transformers
+    print(f"# measured by tools/measure/torch_dispatch.py --arch {a.arch} --attn {a.attn}: transformers {transformers.__version__}, "
+          f"torch {torch.__version__}, 1 thread. One tiny-{a.arch} "
           f"decoder layer costs {layer_s * 1e6:.1f} us of host time for {per_layer} operators; a bare aten call costs "
           f"{bare_us:.2f} us (add, mul, linear, view, cat, rsqrt: {', '.join(f'{x:.2f}' for x in each)})")
     print("dispatch: eager")
-    print(f"ops_per_layer: {per_layer}          # top-level aten operators per Llama decoder layer in one decode step ({a.attn} attention)")
+    print(f"ops_per_layer: {per_layer}          # top-level aten operators per {a.arch} decoder layer in one decode step ({a.attn} attention)")
     print(f"kernels_per_layer: {kernels_per_layer}      # of those, the ones that launch a kernel")
     print(f"ops_per_step: {one - per_layer}           # outside the layers: embedding, final norm, LM head, sampling")
     print(f"kernels_per_step: {k1 - kernels_per_layer}")
