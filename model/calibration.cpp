@@ -146,6 +146,15 @@ Calibration load_calibration(YamlMap m) {
   } else {
     m.node("gather_half_run_bytes");
   }
+  if (m.has("host_threads")) {
+    YamlMap h = m.map("host_threads");
+    c.host_threads.call_s = h.number("call_us", Range{0, 1e6, false}, 0.0) * 1e-6;
+    c.host_threads.region_s = h.number("region_us", Range{0, 1e6, false}, 0.0) * 1e-6;
+    c.host_threads.core_dram = h.number("core_dram_gbs", Range{0, 1e5, false}, 0.0) * 1e9;
+    h.finish();
+  } else {
+    m.node("host_threads");
+  }
   if (m.has("curves")) {
     const YAML::Node list = m.node("curves");
     if (!list.IsSequence()) m.fail("curves", "must be a list of curves (kind, ceiling, x, points)");
@@ -184,6 +193,7 @@ Calibration combine_calibrations(const Calibration& gpu_side, const Calibration&
       c.per_kind[k].of[cl] = (is_host_ceiling(Ceiling(cl)) ? host_side : gpu_side).per_kind[k].of[cl];
   for (size_t cl = 0; cl < size_t(Ceiling::count); ++cl)
     c.half_run_bytes[cl] = (is_host_ceiling(Ceiling(cl)) ? host_side : gpu_side).half_run_bytes[cl];
+  c.host_threads = host_side.host_threads;
   for (const auto& cv : gpu_side.curves)
     if (!is_host_ceiling(cv.ceiling)) c.curves.push_back(cv);
   for (const auto& cv : host_side.curves)

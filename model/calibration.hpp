@@ -55,6 +55,18 @@ struct EfficiencyCurve {
   double at(double x, bool* outside = nullptr) const;
 };
 
+// How the host runs its kernels as separate calls on its cores, for host phases that declare their
+// calls and pieces (Phase::lanes; their launches are host calls): measured by `kvsim validate --device cpu` on the
+// host the calibration is for (validate/host_threads.hpp), and borrowed with the host's efficiencies by
+// a host that has no measurement of its own. 0 = not measured: no call or region cost and no per-core
+// DRAM limit (so the uncalibrated roofline stays a bound).
+struct HostThreads {
+  double call_s = 0;     // one call of a small host kernel, fixed cost (s)
+  double region_s = 0;   // one parallel region's fork and join over the host's threads (s)
+  double core_dram = 0;  // bytes/s one core streams from DRAM with the others idle (STREAM triad, 1 thread)
+  bool measured() const { return call_s > 0 || region_s > 0 || core_dram > 0; }
+};
+
 struct Calibration {
   std::string name = "roofline";
   std::string description = "uncalibrated: every efficiency 1.0 (the roofline bound)";
@@ -68,6 +80,7 @@ struct Calibration {
   // run_bytes curve for the phase replaces this estimate.
   std::array<double, size_t(Ceiling::count)> half_run_bytes{};
   std::vector<EfficiencyCurve> curves;
+  HostThreads host_threads;  // `host_threads:` (host side)
 
   Calibration();  // all 1.0
   const Efficiency& operator[](PhaseKind k) const { return per_kind[size_t(k)]; }

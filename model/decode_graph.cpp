@@ -32,7 +32,9 @@ SimPhase instance(const Phase& p, const Machine& m) {
   return to_sim_phase(one, m);
 }
 
-double launches_of(const Phase& p) { return p.work.launches / std::max(1.0, p.repeat); }  // per instance
+// The GPU kernels of one instance (gpu_launches): a host phase's host calls (Phase::lanes) are not
+// operators the host dispatches.
+double launches_of(const Phase& p) { return gpu_launches(p) / std::max(1.0, double(p.repeat)); }
 
 // The kernels of a phase with a lead piece (Phase::lead_fraction): all but the last for the lead.
 double lead_launches(const Phase& p) { return std::max(0.0, launches_of(p) - 1); }

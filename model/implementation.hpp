@@ -31,7 +31,8 @@ struct Implementation {
   bool dispatch_eager = false;
   double ops_per_layer = 0;      // operators one decoder layer issues in a decode step
   double kernels_per_layer = 0;  // of those, the ones that launch a GPU kernel (each pays host_launch_us)
-  double ops_per_step = 0;       // operators outside the layers (embedding, final norm, LM head, sampling)
+  double ops_per_step = 0;       // the forward pass's operators outside the layers (embedding, final norm,
+                                 // LM head, sampling); generate()'s own loop is loop_us
   double kernels_per_step = 0;
   double dispatch_us = 0;        // host time per operator (Python and framework dispatch), microseconds
   // Host time per step of the generation loop around the forward pass (Hugging Face generate():
@@ -43,10 +44,11 @@ struct Implementation {
   // of each): an operator that reads a GPU value on the host blocks the dispatch thread until the GPU
   // has run everything issued before it, so the host time after it cannot overlap the GPU time before
   // it. generate() syncs once per step (its stopping check): the simulator times one step from an idle
-  // host and GPU, which is what that sync makes of the loop. Of the step's operators outside the
-  // layers, `ops_before_layers` (and `kernels_before_layers` of kernels_per_step) are issued after it
-  // and before the first layer, with no GPU work of the step to hide them; the rest come after the
-  // last layer (default 0: all of them there).
+  // host and GPU, which is what that sync makes of the loop. Of the forward pass's operators outside
+  // the layers (ops_per_step), `ops_before_layers` (and `kernels_before_layers` of kernels_per_step)
+  // are issued before the first layer, with no GPU work of the step to hide them; the rest come after
+  // the last layer (default 0: all of them there), and so does loop_us, although generate() issues
+  // part of its loop between its sync and the forward pass (docs/scenarios.md, "Host-device syncs").
   double ops_before_layers = 0, kernels_before_layers = 0;
   // A sync in every decoder layer, at the attention call after the KV cache update (transformers
   // 4.44-4.45 flash_attention_2: a position-id check in _flash_attention_forward). `ops_before_sync`

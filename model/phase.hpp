@@ -10,16 +10,16 @@
 namespace kvsim {
 
 // Which processor runs a phase (the JSON field `device`).
-enum class Device { gpu, cpu, pcie };
+enum class Device : uint8_t { gpu, cpu, pcie };
 
 // Which compute ceiling a phase's FLOPs run against: `tensor` is the tensor-core peak of the weight
 // dtype (weight GEMMs), `tensor_act` that of the activation dtype (attention: q.k and p.v run in
 // 16-bit even when the weights are fp8), `simt` the CUDA cores, `host` the CPU.
-enum class ComputeUnit { tensor, tensor_act, simt, host };
+enum class ComputeUnit : uint8_t { tensor, tensor_act, simt, host };
 
 // The kind of kernel behind a phase. Efficiencies are calibrated per kind (calibration.hpp), because a
 // GEMM and an attention kernel reach different fractions of the same peak.
-enum class PhaseKind {
+enum class PhaseKind : uint8_t {
   gemm,          // weight GEMM/GEMV (projections, MLP, LM head)
   attention,     // decode attention over a dense or paged KV cache
   prefill_attention,
@@ -64,7 +64,10 @@ constexpr std::string_view to_string(Bound b) {
 constexpr std::string_view to_string(PhaseKind k) { return kPhaseKindNames[size_t(k)]; }
 
 // Work in absolute units: FLOPs and bytes per memory tier and per link. `launches` counts kernels
-// (each costs a fixed latency on the GPU); CPU phases and copies use it for call overheads.
+// (each costs a fixed latency on the GPU); CPU phases and copies use it for call overheads. For a host
+// phase that declares its pieces (Phase::lanes > 0) the launches are its separate host-kernel calls (a
+// rerank or attention per sequence and KV head, say): each pays the host's measured call cost
+// (Calibration::host_threads), shared out over the threads that run the phase, not the GPU's.
 struct Work {
   double flops = 0;
   double hbm_bytes = 0;
@@ -90,14 +93,21 @@ struct Phase {
   // access. Gathers of short runs reach a lower fraction of each bandwidth (calibration.hpp).
   double run_bytes = 0;
   // The work is the total of `repeat` identical instances, one per layer (repeat = L) or one per
-  // step (repeat = 1). The simulator splits a per-layer phase into its layers.
-  double repeat = 1;
+  // step (repeat = 1). The simulator splits a per-layer phase into its layers. A whole count (layers,
+  // chunks), exact in a float; a float keeps Phase at 128 bytes with lead_fraction below.
+  float repeat = 1;
   Stream stream = Stream::gpu;
   // Extra dependencies inside one layer: indices into the policy's own phase list (-1 = none).
   // Every policy phase of a layer already waits for that layer's q/k/v projection, and the output
   // projection waits for every policy phase not marked `detached`.
   std::array<int8_t, 3> after{-1, -1, -1};
   bool detached = false;  // nothing waits for it inside the layer (an asynchronous update)
+  // A host phase's independent pieces per instance (per layer): one per sequence and KV head for a
+  // per-head rerank. It runs on min(lanes, the host's cores) threads, each at one core's compute and
+  // DRAM bandwidth, and pays one parallel region (fork and join) per instance when that is more than
+  // one thread (model/roofline.hpp, host_limits); its `launches` are then host calls. 0 = not declared: the phase
+  // runs on every core and its launches cost GPU kernel latencies, as host phases always did.
+  float lanes = 0;  // a count, exact in a float (a float, and one-byte enums, keep Phase at 128 bytes)
   // The leading share of the work that runs as kernels of its own before the rest: a concatenating
   // KV append (torch.cat of the cache) ahead of the attention kernel, on every resource in this
   // proportion, with all of the phase's launches but one. 0 = one piece. Only the simulator uses it,
@@ -109,5 +119,10 @@ struct Phase {
   double context_tokens = 0;
   double batch = 0;
 };
+
+// The GPU kernels a phase launches: its launches, unless they are a host phase's host calls (lanes).
+inline double gpu_launches(const Phase& p) {
+  return p.unit == ComputeUnit::host && p.lanes > 0 ? 0.0 : p.work.launches;
+}
 
 }  // namespace kvsim

@@ -22,11 +22,15 @@ constexpr MetricInfo kMetrics[] = {
     {ReproMetric::tpot, "tpot", false},         {ReproMetric::ttft, "ttft", false},
     {ReproMetric::latency, "latency", false},   {ReproMetric::hbm_peak, "hbm_peak", true},
     {ReproMetric::kv_prompt, "kv_prompt", true}, {ReproMetric::kv_per_token, "kv_per_token", true},
-    {ReproMetric::phase, "phase", false},
+    {ReproMetric::phase, "phase", false},       {ReproMetric::throughput, "throughput", false},
 };
 
 const std::map<std::string, double>& time_units() {
   static const std::map<std::string, double> u = {{"s", 1.0}, {"ms", 1e-3}};
+  return u;
+}
+const std::map<std::string, double>& rate_units() {
+  static const std::map<std::string, double> u = {{"tok/s", 1.0}};
   return u;
 }
 const std::map<std::string, double>& byte_units() {
@@ -35,19 +39,75 @@ const std::map<std::string, double>& byte_units() {
                                                   {"GB", 1e9}};
   return u;
 }
+
+// The units a metric's figures may be given in: bytes, a rate, or a time.
+const std::map<std::string, double>& units_of(ReproMetric m) {
+  if (m == ReproMetric::hbm_peak || m == ReproMetric::kv_prompt || m == ReproMetric::kv_per_token) return byte_units();
+  if (m == ReproMetric::throughput) return rate_units();
+  return time_units();
+}
 std::vector<std::string> keys(const std::map<std::string, double>& m) {
   std::vector<std::string> k;
   for (const auto& [name, _] : m) k.push_back(name);
   return k;
 }
 
-// Digits after the decimal point as printed ("16.80" -> 2).
+// Digits after the decimal point as printed ("16.80" -> 2), less a printed exponent ("1.5e3" -> -2):
+// the last printed digit is worth 10^-decimals.
 int decimals_of(const std::string& text) {
   const auto dot = text.find('.');
-  if (dot == std::string::npos) return 0;
-  size_t n = 0;
-  for (size_t i = dot + 1; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) ++n;
-  return int(n);
+  int n = 0;
+  if (dot != std::string::npos)
+    for (size_t i = dot + 1; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) ++n;
+  const auto e = text.find_first_of("eE");
+  if (e != std::string::npos) n -= std::atoi(text.c_str() + e + 1);
+  return n;
+}
+
+// Whether `text` (a value as written) appears in `printed` as a whole number: "1" is not in "1.0000".
+bool prints_number(const std::string& printed, const std::string& text) {
+  const auto digit = [&](size_t i) { return i < printed.size() && std::isdigit(static_cast<unsigned char>(printed[i])); };
+  for (size_t at = printed.find(text); at != std::string::npos; at = printed.find(text, at + 1)) {
+    const size_t end = at + text.size();
+    const bool before = at > 0 && (digit(at - 1) || (printed[at - 1] == '.' && at > 1 && digit(at - 2)));
+    const bool after = digit(end) || (end < printed.size() && printed[end] == '.' && digit(end + 1));
+    if (!before && !after) return true;
+  }
+  return false;
+}
+
+// A series' `printed:` (the paper's words, one string for every value or a list of one per value).
+// An exact figure needs them, must not be worded approximately, and must be written in `values` with
+// the printed digits (its tolerance is half a unit of the last one).
+void read_printed(YamlMap& m, const YAML::Node& vals, std::vector<PublishedFigure>& figs) {
+  const YAML::Node n = m.node("printed");
+  std::vector<std::string> texts(figs.size());
+  if (n && n.IsScalar()) {
+    for (auto& t : texts) t = n.Scalar();
+  } else if (n && n.IsSequence() && n.size() == figs.size()) {
+    for (size_t i = 0; i < figs.size(); ++i) {
+      if (!n[i].IsScalar()) m.fail("printed", "expected the paper's words for each value");
+      texts[i] = n[i].Scalar();
+    }
+  } else if (n) {
+    m.fail("printed", "expected the paper's words for the value (a string), or a list of one per value (" +
+                          std::to_string(figs.size()) + ")");
+  }
+  for (size_t i = 0; i < figs.size(); ++i) {
+    PublishedFigure& f = figs[i];
+    f.printed = texts[i];
+    f.approximate = is_approximate_wording(f.printed);
+    if (!f.exact) continue;
+    if (f.printed.empty())
+      m.fail("printed", "missing: exact: true needs the paper's words for the figure (printed: \"33.55 GB\"), to show it is "
+                        "given as a number and not as 'around' one");
+    if (f.approximate)
+      m.fail("exact", "the paper words this figure '" + f.printed +
+                          "': an approximate figure is never exact; allowed: exact: true only for a figure printed as a plain number");
+    if (!f.oom && !prints_number(f.printed, vals[i].Scalar()))
+      m.fail("values", "value " + vals[i].Scalar() + " is not written as printed ('" + f.printed +
+                           "'); allowed: the printed digits, which set the exactness tolerance");
+  }
 }
 
 std::vector<std::string> string_list(YamlMap& m, const std::string& key) {
@@ -100,8 +160,7 @@ void load_series(const YAML::Node& node, const std::string& file, const std::str
   for (const auto& mi : kMetrics)
     if (metric == mi.name) info = &mi;
   f.metric = info->metric;
-  const auto& units = info->bytes ? byte_units() : time_units();
-  f.unit = m.choice("unit", keys(units));
+  f.unit = m.choice("unit", keys(units_of(f.metric)));
   f.phases = string_list(m, "phases");
   f.stage = m.choice("stage", {"prefill", "decode"}, "decode");
   if (f.metric == ReproMetric::phase && f.phases.empty()) m.fail("phases", "metric phase needs the phase names to sum (see `kvsim plan --format json`)");
@@ -125,6 +184,7 @@ void load_series(const YAML::Node& node, const std::string& file, const std::str
     m.fail("values", "has " + std::to_string(vals.size()) + " values for " + std::to_string(ctx.size()) +
                          " contexts; allowed: one value per context");
   }
+  std::vector<PublishedFigure> figs;
   for (size_t i = 0; i < ctx.size(); ++i) {
     PublishedFigure g = f;
     const double c = m.parse_number(ctx[i], "contexts", Range::between(1, 1LL << 32));
@@ -137,9 +197,11 @@ void load_series(const YAML::Node& node, const std::string& file, const std::str
       g.value = m.parse_number(vals[i], "values", Range::positive());
       g.decimals = decimals_of(vals[i].Scalar());
     }
-    out.push_back(std::move(g));
+    figs.push_back(std::move(g));
   }
+  read_printed(m, vals, figs);
   m.finish();
+  for (auto& g : figs) out.push_back(std::move(g));
 }
 
 // Sum of the named phases' solo roofline seconds (or of all but them).
@@ -153,6 +215,21 @@ double phase_seconds(const std::vector<PhaseResult>& phases, const std::vector<s
 }
 
 }  // namespace
+
+bool is_approximate_wording(const std::string& printed) {
+  std::string t;
+  for (char c : printed) t += char(std::tolower(static_cast<unsigned char>(c)));
+  if (t.find('~') != std::string::npos || t.find("\u2248") != std::string::npos) return true;  // ~, ≈
+  for (const char* w : {"around", "about", "approximately", "approx", "roughly", "nearly", "almost", "close to", "circa"}) {
+    for (size_t at = t.find(w); at != std::string::npos; at = t.find(w, at + 1)) {
+      const size_t end = at + std::string(w).size();
+      const bool starts = at == 0 || !std::isalpha(static_cast<unsigned char>(t[at - 1]));
+      const bool ends = end >= t.size() || !std::isalpha(static_cast<unsigned char>(t[end]));
+      if (starts && ends) return true;
+    }
+  }
+  return false;
+}
 
 const char* to_string(ReproMetric m) {
   for (const auto& mi : kMetrics)
@@ -187,11 +264,7 @@ std::vector<ReproRow> reproduce(const Reproduction& r) {
   for (const PublishedFigure& f : r.figures) {
     ReproRow row;
     row.figure = &f;
-    const auto& units = (f.metric == ReproMetric::hbm_peak || f.metric == ReproMetric::kv_prompt ||
-                         f.metric == ReproMetric::kv_per_token)
-                            ? byte_units()
-                            : time_units();
-    const double unit = units.at(f.unit);
+    const double unit = units_of(f.metric).at(f.unit);
     double si = 0;  // seconds or bytes
     if (f.metric == ReproMetric::kv_per_token) {
       si = d.kv_bytes_per_token();
@@ -206,6 +279,8 @@ std::vector<ReproRow> reproduce(const Reproduction& r) {
         si = p.memory.hbm_bytes;
       } else if (f.metric == ReproMetric::ttft) {
         si = p.ttft_s;
+      } else if (f.metric == ReproMetric::throughput) {
+        si = p.throughput_tok_s;
       } else if (f.metric == ReproMetric::latency) {
         si = p.ttft_s + double(f.output - 1) * p.tpot_s;
       } else if (f.metric == ReproMetric::tpot) {
@@ -230,6 +305,34 @@ std::vector<ReproRow> reproduce(const Reproduction& r) {
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+std::vector<Ordering> orderings(const std::vector<ReproRow>& rows) {
+  const auto same_column = [](const PublishedFigure& a, const PublishedFigure& b) {
+    return a.source == b.source && a.metric == b.metric && a.unit == b.unit && a.context == b.context &&
+           a.output == b.output && a.batch == b.batch && a.stage == b.stage &&
+           (a.metric != ReproMetric::phase || a.phases == b.phases);
+  };
+  const auto counted = [](const ReproRow& r) { return !r.figure->oom && !r.predicted_oom && r.figure->comparable; };
+  std::vector<Ordering> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!counted(rows[i])) continue;
+    for (size_t j = i + 1; j < rows.size(); ++j) {
+      const PublishedFigure &a = *rows[i].figure, &b = *rows[j].figure;
+      if (!counted(rows[j]) || a.label == b.label || !same_column(a, b)) continue;
+      // Half a unit of the coarser last printed digit: what the paper could tell apart.
+      const double half = 0.5 * std::pow(10.0, -std::min(a.decimals, b.decimals));
+      Ordering o;
+      const bool a_lower = a.value <= b.value;
+      o.lower = a_lower ? &rows[i] : &rows[j];
+      o.higher = a_lower ? &rows[j] : &rows[i];
+      o.published_tie = std::fabs(a.value - b.value) < half * (1 - 1e-9);
+      o.predicted_tie = std::fabs(rows[i].predicted - rows[j].predicted) < half * (1 - 1e-9);
+      o.reproduced = !o.published_tie && !o.predicted_tie && o.lower->predicted < o.higher->predicted;
+      out.push_back(o);
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> paper_names() {

@@ -23,6 +23,7 @@ enum class ReproMetric {
   kv_prompt,     // HBM KV of one sequence after prefill (the prompt only, no generated tokens)
   kv_per_token,  // KV bytes of one token, all layers
   phase,         // seconds of the named phase(s) in one prefill or one decode step, solo roofline
+  throughput,    // decode tokens per second per GPU at the figure's batch (PlanResult::throughput_tok_s)
 };
 
 struct PublishedFigure {
@@ -37,9 +38,14 @@ struct PublishedFigure {
   std::string stage;                // metric phase: "prefill" or "decode"
   bool oom = false;                 // the paper printed OOM instead of a number
   double value = 0;                 // in `unit`
-  std::string unit;                 // ms, s, B, KiB, MiB, GiB, KB, MB, GB
-  int decimals = 0;                 // digits the paper printed after the point
+  std::string unit;                 // ms, s, B, KiB, MiB, GiB, KB, MB, GB, tok/s
+  int decimals = 0;                 // digits the paper printed after the point (negative: a printed exponent, 1.5e3 -> -2)
   bool exact = false;               // memory/index figures the configuration determines: must match to the printed digits
+  // The paper's own words for the value(s) (`printed:`), e.g. "around 5 GB"; required for an exact
+  // figure. A figure the paper words as around/about/approximately/nearly/roughly/~ is `approximate`:
+  // never exact, and summarized on its own (its error is the paper's rounding, not the model's).
+  std::string printed;
+  bool approximate = false;
   std::string note;                 // why a figure is read the way it is (shown in the report)
   // false: the published number does not measure the configuration it is predicted for here (the
   // paper says so, or it is another paper's number for another setup); still predicted and shown,
@@ -69,6 +75,23 @@ struct ReproRow {
 
 // Predicts every figure of a reproduction.
 std::vector<ReproRow> reproduce(const Reproduction& r);
+
+// Whether the paper's words for a figure make it approximate ("around 5 GB", "~1K", "nearly 1 GB").
+bool is_approximate_wording(const std::string& printed);
+
+// The order of two figures of one table column (same file, source, metric, unit, context, output,
+// batch and stage; metric phase: the same phases), under different labels, both numbers and
+// comparable. `lower` is the one published lower. Two values equal to the coarser of their last
+// printed digits (within half a unit) are a published tie: not an ordering, so never a reproduced
+// one. Predictions closer than that half unit predict no order either.
+struct Ordering {
+  const ReproRow* lower = nullptr;
+  const ReproRow* higher = nullptr;
+  bool published_tie = false;
+  bool predicted_tie = false;
+  bool reproduced = false;  // an ordering (no published tie), predicted strictly in the published order
+};
+std::vector<Ordering> orderings(const std::vector<ReproRow>& rows);
 
 // The paper scenarios in the library: scenarios/papers/<paper>/*.yaml, sorted; `paper` = "" for all.
 std::vector<std::string> paper_scenarios(const std::string& paper);

@@ -22,7 +22,9 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   const Calibration& cal = *m.calibration;
   SimPhase s;
   s.name = std::string(p.name);
-  s.latency = p.work.launches * m.kernel_latency;
+  const bool on_host = p.unit == ComputeUnit::host;
+  const HostLimits host = on_host ? host_limits(p, m) : HostLimits{};
+  s.latency = on_host && p.lanes > 0 ? host.fixed_s : p.work.launches * m.kernel_latency;
   s.amount.assign(size_t(Resource::count), 0.0);
   auto put = [&](Resource r, double amount, Ceiling c) {
     if (amount > 0) s.amount[size_t(r)] += amount / cal.efficiency(p, c, phase_bytes_on(p, c));
@@ -39,6 +41,14 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   put(Resource::h2d, p.work.h2d_bytes, Ceiling::h2d);
   put(Resource::d2h, p.work.d2h_bytes, Ceiling::d2h);
   put(Resource::link, p.work.link_bytes, Ceiling::link);
+  // A host phase on fewer threads than cores: its own rate limit (the roofline's terms, host_limits).
+  if (on_host && p.lanes > 0) {
+    auto limit = [&](double amount, double rate, Ceiling c) {
+      if (amount > 0) s.min_seconds = std::max(s.min_seconds, amount / (rate * cal.efficiency(p, c, phase_bytes_on(p, c))));
+    };
+    limit(p.work.flops, host.compute, Ceiling::host_compute);
+    limit(p.work.dram_bytes, host.dram, Ceiling::dram);
+  }
   return s;
 }
 

@@ -1,5 +1,7 @@
 #include "model/roofline.hpp"
 
+#include <algorithm>
+
 namespace kvsim {
 
 Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, DType act_dtype, bool cuda_graphs,
@@ -10,6 +12,8 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
   m.tensor_act = gpu.tensor_peak(act_dtype) > 0 ? gpu.tensor_peak(act_dtype) : gpu.tensor_fp16;
   m.simt = gpu.fp32;
   m.host_compute = host.fp32 / gpus_per_host;
+  m.host_cores = std::max(1.0, double(host.cores) / gpus_per_host);
+  m.host_threads = cal.host_threads;
   m.hbm = gpu.hbm_bandwidth;
   m.dram = host.dram_bandwidth / gpus_per_host;
   m.h2d = gpu.h2d_pinned;
@@ -21,6 +25,21 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
   m.kernel_latency = cuda_graphs ? gpu.kernel_latency : gpu.host_launch_latency;
   m.calibration = &cal;
   return m;
+}
+
+HostLimits host_limits(const Phase& p, const Machine& m) {
+  HostLimits h;
+  if (p.lanes <= 0) {
+    h.threads = m.host_cores, h.compute = m.host_compute, h.dram = m.dram;
+  } else {
+    h.threads = std::min(m.host_cores, std::max(1.0, double(p.lanes)));
+    h.compute = m.host_compute * h.threads / m.host_cores;
+    // Unmeasured, one core's bandwidth sets no limit of its own: the roofline stays a bound.
+    h.dram = m.host_threads.core_dram > 0 ? std::min(m.dram, h.threads * m.host_threads.core_dram) : m.dram;
+    if (h.threads > 1) h.fixed_s += std::max(1.0, double(p.repeat)) * m.host_threads.region_s;
+  }
+  if (p.lanes > 0) h.fixed_s += p.work.launches * m.host_threads.call_s / h.threads;  // its host calls
+  return h;
 }
 
 PhaseTime roofline(const Phase& p, const Machine& m) {
@@ -35,20 +54,27 @@ PhaseTime roofline(const Phase& p, const Machine& m) {
     const double s = amount / (ceiling_rate * eff(c));
     if (s > t.seconds) t = {s, b, false};
   };
+  double dram = m.dram, host_fixed = 0;  // a host phase's: its threads' share (host_limits)
   switch (p.unit) {
     case ComputeUnit::tensor: consider(w.flops, m.tensor, Ceiling::tensor, Bound::compute); break;
     case ComputeUnit::tensor_act: consider(w.flops, m.tensor_act, Ceiling::tensor, Bound::compute); break;
     case ComputeUnit::simt: consider(w.flops, m.simt, Ceiling::simt, Bound::compute); break;
-    case ComputeUnit::host: consider(w.flops, m.host_compute, Ceiling::host_compute, Bound::compute); break;
+    case ComputeUnit::host: {
+      const HostLimits h = host_limits(p, m);
+      consider(w.flops, h.compute, Ceiling::host_compute, Bound::compute);
+      dram = h.dram, host_fixed = h.fixed_s;
+      break;
+    }
   }
   consider(w.hbm_bytes, m.hbm, Ceiling::hbm, Bound::hbm);
-  consider(w.dram_bytes, m.dram, Ceiling::dram, Bound::dram);
+  consider(w.dram_bytes, dram, Ceiling::dram, Bound::dram);
   consider(w.h2d_bytes, m.h2d, Ceiling::h2d, Bound::h2d);
   consider(w.d2h_bytes, m.d2h, Ceiling::d2h, Bound::d2h);
   consider(w.link_bytes, m.link, Ceiling::link, Bound::interconnect);
-  // Kernel launches cost GPU time; CPU routines and copies have their own call costs (policies add
-  // them as launches on those devices with the same per-call latency until calibrated separately).
-  const double fixed = w.launches * m.kernel_latency;
+  // Kernel launches cost GPU time; a host phase that declares its pieces pays the host's measured call
+  // and parallel-region costs for its launches instead (host_limits). Other host and copy phases pay
+  // the GPU's per-kernel latency for theirs, as they always did.
+  const double fixed = p.lanes > 0 && p.unit == ComputeUnit::host ? host_fixed : w.launches * m.kernel_latency;
   if (fixed > t.seconds) t.bound = Bound::latency;
   t.seconds += fixed;
   t.extrapolated = outside;

@@ -17,7 +17,9 @@ struct Machine {
   double tensor = 0;        // GPU tensor-core peak for the weight (GEMM) dtype
   double tensor_act = 0;    // GPU tensor-core peak for the activation dtype (attention)
   double simt = 0;          // GPU CUDA-core fp32 peak
-  double host_compute = 0;  // CPU fp32 peak, all cores
+  double host_compute = 0;  // CPU fp32 peak, all cores (this GPU's share of the host)
+  double host_cores = 1;    // cores of this GPU's share of the host
+  HostThreads host_threads; // the host's measured call, region and per-core DRAM costs (calibration)
   double hbm = 0, dram = 0, h2d = 0, d2h = 0;
   double h2d_duplex = 0, d2h_duplex = 0;  // each PCIe direction's bandwidth while the other is busy
   double link = 0;          // per-direction GPU-GPU bandwidth for collectives (NVLink, else PCIe)
@@ -47,6 +49,22 @@ struct Machine {
 // gets that share of the host's DRAM bandwidth and CPU FLOP/s (its PCIe link is its own).
 Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype, DType act_dtype, bool cuda_graphs,
                      const Calibration& cal, int gpus_per_host = 1);
+
+// What running on the host's cores costs a host phase that declares its pieces (Phase::lanes; its
+// launches are then host calls); the roofline and the simulator both read it, so a phase alone takes
+// the same time in both:
+//   threads   = min(lanes, host cores), or every core when the phase declares no lanes
+//   compute   = host fp32 peak x threads / cores
+//   dram      = min(host DRAM bandwidth, threads x one core's DRAM bandwidth), or the host's when the
+//               phase declares no lanes or one core's bandwidth was not measured
+//   fixed_s   = launches x call cost / threads + one parallel region per instance (repeat) when
+//               threads > 1
+// A phase that declares no pieces is costed as before: every core, the whole DRAM bandwidth, and its
+// launches at the GPU's kernel latency.
+struct HostLimits {
+  double threads = 1, compute = 0, dram = 0, fixed_s = 0;
+};
+HostLimits host_limits(const Phase& p, const Machine& m);
 
 struct PhaseTime {
   double seconds = 0;

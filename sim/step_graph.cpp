@@ -36,12 +36,14 @@ void StepGraph::check_acyclic() const {
 std::vector<double> StepGraph::solo_times(const std::vector<double>& cap) const {
   const size_t n = phases_.size();
   std::vector<double> solo(n, 0.0);
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < n; ++i) {
+    solo[i] = phases_[i].min_seconds;
     for (size_t r = 0; r < resources_; ++r) {
       if (phases_[i].amount[r] <= 0) continue;
       if (!(cap[r] > 0)) throw std::invalid_argument("phase " + phases_[i].name + " needs a resource of capacity 0");
       solo[i] = std::max(solo[i], phases_[i].amount[r] / cap[r]);
     }
+  }
   return solo;
 }
 

@@ -17,6 +17,10 @@ struct SimPhase {
   std::string name;
   double latency = 0;           // seconds before the flow starts
   std::vector<double> amount;   // per resource, in the resource's units (already divided by efficiency)
+  // The flow's solo time is at least this: a limit of the phase itself rather than of a shared resource
+  // (a host phase on fewer threads than the host has cores reaches only their share of its compute and
+  // DRAM bandwidth). Its use of each resource at full speed is then amount / min_seconds.
+  double min_seconds = 0;
 };
 
 // Two resources whose capacities drop while both carry flows: PCIe's two directions share DMA

@@ -83,8 +83,8 @@ TEST(Cli, PlanComparesAtFullKvBatchAndStatesTp) {
   EXPECT_GT(std::abs(ct["vs_full"]["throughput"].get<double>() / a["throughput_vs_full"].get<double>() - 1), 0.03);
   EXPECT_EQ(full["at_full_batch"]["throughput_vs_full"].get<double>(), 1.0);
   // The qcIVF in HBM, per GPU: with tp 2 each GPU holds 4 of the 8 KV heads and 16 of the 32 query heads,
-  // C = 2048: 4·2048·2560·4 + 16·2048·128·2 bytes per sequence and layer.
-  EXPECT_EQ(ct["memory"]["index_hbm_bytes_per_seq_layer"].get<double>(), 4.0 * 2048 * 2560 * 4 + 16.0 * 2048 * 128 * 2);
+  // C = 1024 (App. C.2): 4·1024·2560·4 + 16·1024·128·2 bytes per sequence and layer.
+  EXPECT_EQ(ct["memory"]["index_hbm_bytes_per_seq_layer"].get<double>(), 4.0 * 1024 * 2560 * 4 + 16.0 * 1024 * 128 * 2);
   EXPECT_EQ(ct["memory"]["index_hbm_bytes"].get<double>(),
             ct["batch"].get<double>() * 32 * ct["memory"]["index_hbm_bytes_per_seq_layer"].get<double>());
   EXPECT_EQ(full["memory"]["index_hbm_bytes"].get<double>(), 0.0);

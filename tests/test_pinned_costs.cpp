@@ -623,8 +623,13 @@ TEST(PinnedCosts, Ctkvr) {
   expect_work(d[1], {L * B * hkv * (4 * C + 2 * 4 * 50), L * B * hkv * (8 * C + 4 * 4 + 4 * (4 * 50 + Lr)), 0, 0, 0, 0, L});
   const double down = L * B * (hq * hd * ba + 4 * hkv * Lr + R);
   expect_work(d[2], {0, down, down, 0, down, 0, L});
-  expect_work(d[3], {L * B * hkv * Lr * (2 * hd * g + 4), 0, L * B * hkv * Lr * kr, 0, 0, 0, L});
-  expect_work(d[4], {L * B * hq * ch * (4 * hd + 5), 0, 2 * L * B * hkv * ch * kr, 0, 0, 0, L});
+  // The host phases' launches are host calls, one per sequence, KV head and layer, on B·hkv pieces.
+  expect_work(d[3], {L * B * hkv * Lr * (2 * hd * g + 4), 0, L * B * hkv * Lr * kr, 0, 0, 0, L * B * hkv});
+  expect_work(d[4], {L * B * hq * ch * (4 * hd + 5), 0, 2 * L * B * hkv * ch * kr, 0, 0, 0, L * B * hkv});
+  for (const int i : {3, 4}) {
+    EXPECT_EQ(gpu_launches(d[size_t(i)]), 0.0) << d[size_t(i)].name;  // host calls, not GPU kernels
+    EXPECT_DOUBLE_EQ(d[size_t(i)].lanes, B * hkv) << d[size_t(i)].name;
+  }
   const double up = 4 * L * B * hq * (hd + 1);
   expect_work(d[5], {0, up, up, up, 0, 0, L});
   expect_work(d[6], attn(G, true));
@@ -661,7 +666,8 @@ TEST(PinnedCosts, Ctkvr) {
   // The dedup factor alpha scales the recall: alpha = 1 recalls all rho C' = 200 ids.
   p["dedup"] = 1;
   const PhaseList d1 = decode(r, "ctkvr", p);
-  expect_work(d1[3], {L * B * hkv * 200 * (2 * hd * g + 4), 0, L * B * hkv * 200 * kr, 0, 0, 0, L});
+  expect_work(d1[3], {L * B * hkv * 200 * (2 * hd * g + 4), 0, L * B * hkv * 200 * kr, 0, 0, 0, L * B * hkv});
+  EXPECT_DOUBLE_EQ(d1[3].lanes, B * hkv);
 }
 
 // ---------------------------------------------------------------------------------------------

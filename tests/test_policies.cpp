@@ -2,6 +2,7 @@
 // issue 3 asks the cost model to show.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -12,6 +13,7 @@
 #include "model/resources.hpp"
 #include "test_util.hpp"
 #include "policies/registry.hpp"
+#include "replay/budget.hpp"
 
 using namespace kvsim;
 
@@ -286,15 +288,19 @@ TEST(Policies, SentenceKvVectorsOnlyForSentencesWithKeptTokens) {
 }
 
 // CTKVR's rerank and sparse attention run on the host, beside the GPU; on a host with little DRAM
-// bandwidth they become the bottleneck of the step.
+// bandwidth they become the bottleneck of the step. At batch 16 the per-head host work has 16 x 8 = 128
+// pieces, enough for every one of the big host's 112 cores (at batch 4, 32 pieces use 32 of them:
+// model/roofline.hpp, host_limits, and Roofline.PerHeadHostWorkRunsInParallel...), so the two hosts
+// differ by their DRAM bandwidth and cores, not by how the work splits.
 TEST(Policies, CtkvrHostPhasesBindOnALowBandwidthHost) {
   Rig big("llama-3.1-8b", "h100-sxm", "sapphire-rapids-2s"), small("llama-3.1-8b", "h100-sxm", "ci-2core");
-  for (const auto& p : big.step("ctkvr", 4, 32768).phases)
+  for (const auto& p : big.step("ctkvr", 16, 32768).phases)
     if (p.phase.name == "cpu_rerank" || p.phase.name == "cpu_attention") {
       EXPECT_EQ(p.phase.device, Device::cpu);
       EXPECT_GT(p.phase.work.dram_bytes, 0);
+      EXPECT_EQ(p.phase.lanes, 16 * 8);
     }
-  const StepResult a = big.step("ctkvr", 4, 32768), b = small.step("ctkvr", 4, 32768);
+  const StepResult a = big.step("ctkvr", 16, 32768), b = small.step("ctkvr", 16, 32768);
   EXPECT_GT(b.seconds, 3 * a.seconds);
   const double host_part = phase_seconds(b, {"cpu_rerank", "cpu_attention"});
   EXPECT_GT(host_part, 0.8 * b.seconds);
@@ -333,6 +339,49 @@ TEST(Policies, ChunkKvReuseDividesPrefillScoring) {
   EXPECT_DOUBLE_EQ(scoring(1) / scoring(4), 4.0);
 }
 
+// §4.1.1: rho = 2.5 rho'. By default per_centroid follows budget_tokens; a value set keeps its own.
+TEST(Policies, CtkvrRhoIsTwoAndAHalfTimesRhoPrimeUnlessSet) {
+  Rig r;
+  const Policy& ct = r.pol("ctkvr");
+  const double L = r.model.layers, hkv = r.model.kv_heads, C = 1024, hq = r.dep.hq, d = 128, ba = r.dep.ba;
+  auto index = [&](std::map<std::string, double> set) {
+    return ct.memory(r.dep, r.params("ctkvr", std::move(set)), 65536, 0).index_hbm_per_seq;
+  };
+  const double queries = L * hq * C * d * ba;
+  EXPECT_DOUBLE_EQ(index({}), L * hkv * C * 2560 * 4 + queries);                       // rho' 1024 -> 2560
+  EXPECT_DOUBLE_EQ(index({{"budget_tokens", 512}}), L * hkv * C * 1280 * 4 + queries);  // rho' 512 -> 1280
+  EXPECT_DOUBLE_EQ(index({{"budget_tokens", 333}}), L * hkv * C * 833 * 4 + queries);   // ceil(832.5)
+  EXPECT_DOUBLE_EQ(index({{"budget_tokens", 512}, {"per_centroid", 2000}}), L * hkv * C * 2000 * 4 + queries);
+  // The replay's budget axis moves rho' and so rho, and leaves an explicit per_centroid alone.
+  ParamValues v = ct.defaults();
+  ASSERT_TRUE(replay::set_budget(ct, v, 131072, 8192));
+  const double rho_prime = v[size_t(ct.param_index("budget_tokens"))];
+  EXPECT_EQ(v[size_t(ct.param_index("per_centroid"))], 0.0);
+  EXPECT_DOUBLE_EQ(ct.memory(r.dep, v, 131072, 0).index_hbm_per_seq,
+                   L * hkv * C * std::ceil(2.5 * rho_prime) * 4 + queries);
+}
+
+// The index is what CTKVR pays to offload; when it is larger than the KV it moves out of HBM, the plan says so.
+TEST(Policies, CtkvrNotesWhenItsIndexExceedsTheKvItReplaces) {
+  Rig r;
+  // Defaults (C = 1024, rho = 2560, init + local = 6528) on llama-3.1-8b: per layer 90,112 B per centroid
+  // against 4,096 B per offloaded token: the index is larger below about 29K tokens.
+  const auto note_of = [](const PlanResult& p) {
+    for (const std::string& n : p.notes)
+      if (n.find("the index exceeds the KV it replaces") != std::string::npos) return n;
+    return std::string();
+  };
+  const PlanResult small = r.plan("ctkvr", 16384, 1);
+  ASSERT_TRUE(small.feasible) << small.reason;
+  const std::string n = note_of(small);
+  EXPECT_NE(n.find("C = 1024 centroids x rho = 2560"), std::string::npos) << n;
+  EXPECT_NE(n.find("2816.0 MiB"), std::string::npos) << n;  // 32 layers x 1024 x 90,112 B
+  EXPECT_NE(n.find("1360.0 MiB"), std::string::npos) << n;  // 32 layers x (16384 + 1024 - 6528) x 4,096 B
+  EXPECT_EQ(note_of(r.plan("ctkvr", 131072, 1)), "");
+  // Fewer centroids: the same context without the note.
+  EXPECT_EQ(note_of(r.plan("ctkvr", 16384, 1, {{"centroids", 128}})), "");
+}
+
 // Memory formulas from the seeds, exactly.
 TEST(Policies, CtkvrIndexIsHkvTimesCTimesRhoInt32PerLayer) {
   Rig r;
@@ -345,16 +394,17 @@ TEST(Policies, CtkvrIndexIsHkvTimesCTimesRhoInt32PerLayer) {
   EXPECT_NEAR(4 * C * 2560 * 4 / 1e6, 20.97, 0.01);
 }
 
-// §4.1.1: "CTKVR is configured with C = min(2048, dataset length / 16)": the default (centroids = 0).
-// By hand, llama-3.1-8b (L 32, hq 32, hkv 8, d 128, bf16 activations), rho = 2560:
-//   n = 16384  (< 2048·16): C = 16384/16 = 1024; per sequence and layer the qcIVF is
-//     8·1024·2560·4 = 83,886,080 B (80 MiB) and the centroid queries 32·1024·128·2 = 8,388,608 B (8 MiB).
-//   n = 131072 (> 2048·16): C = min(2048, 8192) = 2048: 167,772,160 + 16,777,216 = 184,549,376 B (176 MiB).
-TEST(Policies, CtkvrDefaultCentroidsFollowSection411) {
+// The system experiments' C = 1024 (App. C.2) is the default; centroids = 0 selects the accuracy setup
+// of §4.1.1, "CTKVR is configured with C = min(2048, dataset length / 16)".
+// By hand, llama-3.1-8b (L 32, hq 32, hkv 8, d 128, bf16 activations), rho = 2.5 rho' = 2560:
+//   C = 1024: per sequence and layer the qcIVF is 8·1024·2560·4 = 83,886,080 B (80 MiB) and the
+//     centroid queries 32·1024·128·2 = 8,388,608 B (8 MiB): at n = 16384 that is also §4.1.1's 16384/16.
+//   §4.1.1 at n = 131072 (> 2048·16): C = min(2048, 8192) = 2048: 167,772,160 + 16,777,216 = 184,549,376 B.
+TEST(Policies, CtkvrCentroidsFollowAppC2AndSection411OnRequest) {
   Rig r;
   const Policy& ct = r.pol("ctkvr");
   ASSERT_EQ(ct.param_index("centroids"), 0);
-  EXPECT_EQ(ct.defaults()[0], 0.0);  // 0 = auto
+  EXPECT_EQ(ct.defaults()[0], 1024.0);  // App. C.2
   ASSERT_EQ(r.model.layers, 32);
   ASSERT_EQ(r.model.kv_heads, 8);
   ASSERT_EQ(r.dep.hq, 32);
@@ -363,12 +413,11 @@ TEST(Policies, CtkvrDefaultCentroidsFollowSection411) {
   const double per_layer_128k = 8.0 * 2048 * 2560 * 4 + 32.0 * 2048 * 128 * 2;
   EXPECT_EQ(per_layer_16k, 92274688.0);
   EXPECT_EQ(per_layer_128k, 184549376.0);
-  const ParamValues def = ct.defaults();
+  const ParamValues def = r.params("ctkvr", {{"centroids", 0}});  // §4.1.1's rule
   EXPECT_DOUBLE_EQ(ct.memory(r.dep, def, 16384, 0).index_hbm_per_seq, 32 * per_layer_16k);
   EXPECT_DOUBLE_EQ(ct.memory(r.dep, def, 131072, 0).index_hbm_per_seq, 32 * per_layer_128k);
-  // An explicit C overrides the rule: 1024 at 131072 is the 16K figure.
-  EXPECT_DOUBLE_EQ(ct.memory(r.dep, r.params("ctkvr", {{"centroids", 1024}}), 131072, 0).index_hbm_per_seq,
-                   32 * per_layer_16k);
+  // The default C = 1024 at 131072 is the 16K figure of the rule.
+  EXPECT_DOUBLE_EQ(ct.memory(r.dep, ct.defaults(), 131072, 0).index_hbm_per_seq, 32 * per_layer_16k);
   // The index is part of the HBM per sequence: the KV kept on the GPU plus the index.
   const MemoryDemand m = ct.memory(r.dep, def, 131072, 1024);
   EXPECT_DOUBLE_EQ(m.hbm_per_seq, m.kv_hbm_per_seq + m.index_hbm_per_seq);
@@ -385,11 +434,11 @@ TEST(Policies, CtkvrDefaultCentroidsFollowSection411) {
   ct.prefill(r.dep, def, 16384, pre);
   for (const auto& p : pre)
     if (p.name == "qcivf_topk") EXPECT_DOUBLE_EQ(p.work.hbm_bytes, 32.0 * 8 * 1024 * (8 * 16384 + 4 * 2560));
-  // The plan reports it: per sequence and layer, and at the batch over all layers.
+  // The plan reports it: per sequence and layer, and at the batch over all layers (the default C = 1024).
   const PlanResult pr = r.plan("ctkvr", 131072, 2);
   ASSERT_TRUE(pr.feasible) << pr.reason;
-  EXPECT_DOUBLE_EQ(pr.memory.index_hbm_bytes_per_seq_layer, per_layer_128k);
-  EXPECT_DOUBLE_EQ(pr.memory.index_hbm_bytes, 2 * 32 * per_layer_128k);
+  EXPECT_DOUBLE_EQ(pr.memory.index_hbm_bytes_per_seq_layer, per_layer_16k);
+  EXPECT_DOUBLE_EQ(pr.memory.index_hbm_bytes, 2 * 32 * per_layer_16k);
   // A policy with no index reports none.
   EXPECT_EQ(r.plan("full", 16384, 1).memory.index_hbm_bytes, 0.0);
 }

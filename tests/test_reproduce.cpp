@@ -58,17 +58,24 @@ TEST(Reproduce, EveryPaperScenarioRunsAndHasFigures) {
 }
 
 TEST(Reproduce, MemoryFiguresGivenWithTheirConfigurationMatchExactly) {
-  int exact = 0;
+  int exact = 0, approximate = 0;
   for (const std::string& f : paper_scenarios("")) {
     const Reproduction r = load_reproduction_file(f, policy_catalog());
     for (const ReproRow& row : reproduce(r)) {
+      approximate += row.figure->approximate;
       if (!row.figure->exact) continue;
       ++exact;
+      EXPECT_FALSE(row.figure->approximate) << f << " line " << row.figure->line;
       EXPECT_TRUE(row.matches_exactly) << f << " line " << row.figure->line << ": published " << row.figure->value
                                        << " " << row.figure->unit << ", predicted " << row.predicted;
     }
   }
-  EXPECT_GE(exact, 7);  // SentenceKV §A.6, ChunkKV §3.1 (2) and KIVI table (2), SEKV App. D (2)
+  // SentenceKV §A.6 and the KIVI table (2). Was 7 or more: ChunkKV §1 (2) and §3.1 (2) and SEKV App. D
+  // (2) were marked exact, but the papers word them "approximately 0.5 MB", "around 5 GB", "nearly
+  // 1 GB" (and its per-token quotient) and "approximately 192KB", "roughly 24GB": approximate figures,
+  // never exact (issue 27). They are still predicted and compared with their error.
+  EXPECT_GE(exact, 3);
+  EXPECT_GE(approximate, 6);
 }
 
 TEST(Reproduce, OomRowsAreCompared) {
@@ -91,15 +98,131 @@ TEST(Reproduce, OomRowsAreCompared) {
 }
 
 TEST(Reproduce, ExactMeansWithinTheLastPrintedDigit) {
-  // 8192 tokens of LLaMA-3-8B's GQA cache are 2^30 B: "1.0000" matches, "1.0002" does not.
+  // 8192 tokens of LLaMA-3-8B's GQA cache are 2^30 B: "1.0000" matches, "1.0002" does not. (An exact
+  // figure now carries the paper's words, `printed:`, since issue 27.)
   auto rows_for = [](const std::string& value) {
     const Reproduction r = from_text(scenario_with(
-        "    - {source: T, policy: full, metric: kv_prompt, unit: GiB, exact: true, contexts: [8192], values: [" + value + "]}\n"));
+        "    - {source: T, policy: full, metric: kv_prompt, unit: GiB, exact: true, printed: \"" + value +
+        " GB\", contexts: [8192], values: [" + value + "]}\n"));
     return reproduce(r);
   };
   EXPECT_TRUE(rows_for("1.0000")[0].matches_exactly);
   EXPECT_FALSE(rows_for("1.0002")[0].matches_exactly);
   EXPECT_NEAR(rows_for("1.0002")[0].predicted, 1.0, 1e-12);
+}
+
+// A throughput figure is the plan's decode tokens per second per GPU at the figure's batch (CTKVR's
+// Tables 14 and 15 are tokens/s), and only a rate unit is accepted for it.
+TEST(Reproduce, ThroughputIsThePlansTokensPerSecondAtTheBatch) {
+  const Reproduction r = from_text(scenario_with(
+      "    - {source: T, policy: full, metric: throughput, unit: tok/s, batch: 2, contexts: [4096], values: [100]}\n"
+      "    - {source: T, policy: full, metric: tpot, unit: s, batch: 2, contexts: [4096], values: [0.05]}\n"));
+  const std::vector<ReproRow> rows = reproduce(r);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_GT(rows[0].predicted, 0);
+  EXPECT_NEAR(rows[0].predicted, 2.0 / rows[1].predicted, 1e-9 * rows[0].predicted);  // batch / TPOT
+  EXPECT_NEAR(rows[0].relative_error, rows[0].predicted / 100 - 1, 1e-12);
+  const std::string e = error_of(scenario_with(
+      "    - {source: T, policy: full, metric: throughput, unit: ms, contexts: [4096], values: [1]}\n"));
+  EXPECT_NE(e.find("reproduce.series[0].unit"), std::string::npos) << e;
+  EXPECT_NE(e.find("tok/s"), std::string::npos) << e;
+}
+
+TEST(Reproduce, ExactMeansHalfAUnitOfThePublishedLastDigit) {
+  // 8200 tokens are 1.0009765625 GiB. The same prediction matches "1.001" and "1.00" (off by less than
+  // half of 0.001 and of 0.01) but not "1.000" (off by 0.00098, more than half of 0.001), nor "1.1" or
+  // "2"; "1" (half a unit: 0.5) matches; a printed exponent counts: "1.0e0" is worth 0.1.
+  auto matches = [](const std::string& value) {
+    const Reproduction r = from_text(scenario_with(
+        "    - {source: T, policy: full, metric: kv_prompt, unit: GiB, exact: true, printed: \"" + value +
+        " GiB\", contexts: [8200], values: [" + value + "]}\n"));
+    const auto rows = reproduce(r);
+    EXPECT_NEAR(rows[0].predicted, 8200.0 / 8192, 1e-12);
+    return rows[0].matches_exactly;
+  };
+  EXPECT_TRUE(matches("1.001"));
+  EXPECT_TRUE(matches("1.00"));
+  EXPECT_FALSE(matches("1.000"));
+  EXPECT_FALSE(matches("1.1"));
+  EXPECT_TRUE(matches("1"));
+  EXPECT_FALSE(matches("2"));
+  EXPECT_TRUE(matches("1.0e0"));
+  EXPECT_FALSE(matches("1.5e0"));
+}
+
+TEST(Reproduce, AnAroundFigureCannotBeExact) {
+  for (const char* w : {"around 5 GB", "approximately 0.5 MB", "nearly 1 GB", "roughly 24GB", "about 3 GB", "~1K tokens",
+                        "\u2248 2 GB", "Approx. 7 GB"})
+    EXPECT_TRUE(is_approximate_wording(w)) << w;
+  for (const char* w : {"33.55 GB", "1.0000", "throughout: 5 GB", "a roundabout 5 GB", "KV cache (subset only): 33.55 GB"})
+    EXPECT_FALSE(is_approximate_wording(w)) << w;
+  const std::string kv = "policy: full, metric: kv_prompt, unit: GiB, contexts: [8192]";
+  struct Case {
+    std::string series, field;
+  };
+  const Case cases[] = {
+      {"{source: T, " + kv + ", exact: true, printed: \"around 1 GB\", values: [1]}", "reproduce.series[0].exact"},
+      {"{source: T, " + kv + ", exact: true, values: [1.0000]}", "reproduce.series[0].printed"},  // words required
+      {"{source: T, " + kv + ", exact: true, printed: \"1.0000 GB\", values: [1]}", "reproduce.series[0].values"},
+  };
+  for (const Case& c : cases) {
+    const std::string e = error_of(scenario_with("    - " + c.series + "\n"));
+    EXPECT_NE(e.find(c.field), std::string::npos) << c.series << " -> " << e;
+  }
+  // Not exact, it loads, is marked approximate and is compared with its error.
+  const Reproduction r = from_text(scenario_with("    - {source: T, " + kv + ", printed: \"around 1 GB\", values: [1]}\n"));
+  EXPECT_TRUE(r.figures[0].approximate);
+  EXPECT_FALSE(r.figures[0].exact);
+}
+
+TEST(Reproduce, APublishedTieIsNotAnOrdering) {
+  // One table column at 65536 tokens: full KV decodes slower than SnapKV at 1024 tokens.
+  const std::string head =
+      "hardware: a40\nmodel: llama-3-8b\nworkload:\n  context_tokens: 8192\n  batch: 1\n  allow_long_context: true\n"
+      "policies: [full, {name: snapkv, budget_tokens: 1024}]\nreproduce:\n  paper: test\n  title: t\n  series:\n";
+  auto orders = [&](const std::string& full, const std::string& snap, const std::string& snap2 = "") {
+    static Reproduction r;  // the rows point into it
+    static std::vector<ReproRow> rows;
+    std::string series = "    - {source: T, label: Full, policy: full, metric: tpot, unit: ms, contexts: [65536], values: [" + full + "]}\n"
+                         "    - {source: T, label: Snap, policy: snapkv, metric: tpot, unit: ms, contexts: [65536], values: [" + snap + "]}\n";
+    if (!snap2.empty())
+      series += "    - {source: T, label: Snap again, policy: snapkv, metric: tpot, unit: ms, contexts: [65536], values: [" + snap2 + "]}\n";
+    r = from_text(head + series);
+    rows = reproduce(r);
+    return orderings(rows);
+  };
+  auto o = orders("20", "10");  // published SnapKV < full, as predicted
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_FALSE(o[0].published_tie);
+  EXPECT_TRUE(o[0].reproduced);
+  EXPECT_EQ(o[0].lower->figure->label, "Snap");
+  o = orders("10", "20");  // the reverse is published: not reproduced
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_FALSE(o[0].reproduced);
+  o = orders("15", "15");  // a published tie: not an ordering, so not a reproduced one
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_TRUE(o[0].published_tie);
+  EXPECT_FALSE(o[0].reproduced);
+  o = orders("15.0", "15.04");  // equal to the coarser printed digit: a tie too
+  EXPECT_TRUE(o[0].published_tie);
+  // Two rows of one policy are predicted equal: a published order between them is not reproduced.
+  o = orders("20", "10", "11");
+  ASSERT_EQ(o.size(), 3u);
+  for (const Ordering& x : o)
+    if (x.lower->figure->policy == x.higher->figure->policy) {
+      EXPECT_TRUE(x.predicted_tie);
+      EXPECT_FALSE(x.reproduced);
+    } else {
+      EXPECT_TRUE(x.reproduced);
+    }
+  // The summary counts orderings without the tie.
+  const std::string path = test::write_temp(
+      "tie.yaml", head + "    - {source: T, label: Full, policy: full, metric: tpot, unit: ms, contexts: [65536], values: [15]}\n"
+                         "    - {source: T, label: Snap, policy: snapkv, metric: tpot, unit: ms, contexts: [65536], values: [15]}\n");
+  const auto t = test::run_kvsim("reproduce --file '" + path + "'");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("0/0 published orderings reproduced (1 published ties, not orderings)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("a tie: not an ordering, not counted"), std::string::npos) << t.out;
 }
 
 TEST(Reproduce, BadBlocksNameTheField) {

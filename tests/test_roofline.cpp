@@ -56,3 +56,60 @@ TEST(Roofline, EfficienciesScaleOnlyTheirPhaseKind) {
   EXPECT_DOUBLE_EQ(roofline(phase(w, ComputeUnit::tensor, PhaseKind::attention), m).seconds, 2e-3);
   EXPECT_DOUBLE_EQ(roofline(phase(w, ComputeUnit::tensor, PhaseKind::gemm), m).seconds, 1e-3);
 }
+
+namespace {
+// A host of `cores` cores at 10 GFLOP/s and one core's 20 GB/s each, 200 GB/s of DRAM in all, with
+// measured call and region costs (model/calibration.hpp, HostThreads).
+Machine host_machine(const Calibration& cal, double cores, double call_s, double region_s) {
+  Machine m = machine(cal);
+  m.host_cores = cores;
+  m.host_compute = cores * 10e9;
+  m.dram = 200e9;
+  m.host_threads.call_s = call_s;
+  m.host_threads.region_s = region_s;
+  m.host_threads.core_dram = 20e9;
+  return m;
+}
+Phase host_phase(Work w, double lanes) {
+  Phase p{"h", PhaseKind::host_kernel, Device::cpu, ComputeUnit::host, w};
+  p.stream = Stream::host;
+  p.lanes = float(lanes);
+  return p;
+}
+}  // namespace
+
+// The same 1 MB read from DRAM by one thread: as 100,000 calls it is the calls that cost (1 us each),
+// as one call the bytes (1 MB at one core's 20 GB/s = 50 us).
+TEST(Roofline, AHostPhaseOfManySmallCallsIsCallBoundAndOneCallIsBandwidthBound) {
+  Calibration cal;
+  const Machine m = host_machine(cal, 8, 1e-6, 0);
+  const PhaseTime many = roofline(host_phase({.dram_bytes = 1e6, .launches = 1e5}, 1), m);
+  EXPECT_EQ(many.bound, Bound::latency);
+  EXPECT_DOUBLE_EQ(many.seconds, 50e-6 + 0.1);
+  const PhaseTime one = roofline(host_phase({.dram_bytes = 1e6, .launches = 1}, 1), m);
+  EXPECT_EQ(one.bound, Bound::dram);
+  EXPECT_DOUBLE_EQ(one.seconds, 50e-6 + 1e-6);
+  // Spread over 8 independent pieces, the calls share out over 8 threads and so does the bandwidth.
+  const PhaseTime spread = roofline(host_phase({.dram_bytes = 1e6, .launches = 1e5}, 8), m);
+  EXPECT_DOUBLE_EQ(spread.seconds, 1e6 / (8 * 20e9) + 1e5 * 1e-6 / 8);
+}
+
+// Per-head host work (56 pieces, one per sequence and KV head) runs on 56 threads of a 56-core host and
+// on 2 of a 2-core one; with 8 pieces the big host uses 8 cores, not 56. Each parallel region (one per
+// layer instance) costs its fork and join.
+TEST(Roofline, PerHeadHostWorkRunsInParallelOnAManyCoreHostAndNotOnTwoCores) {
+  Calibration cal;
+  const Machine big = host_machine(cal, 56, 0, 5e-6), small = host_machine(cal, 2, 0, 5e-6);
+  const Work w{.flops = 56e9};
+  EXPECT_DOUBLE_EQ(roofline(host_phase(w, 56), big).seconds, 56e9 / (56 * 10e9) + 5e-6);
+  EXPECT_DOUBLE_EQ(roofline(host_phase(w, 56), small).seconds, 56e9 / (2 * 10e9) + 5e-6);
+  EXPECT_DOUBLE_EQ(roofline(host_phase(w, 8), big).seconds, 56e9 / (8 * 10e9) + 5e-6);
+  EXPECT_EQ(host_limits(host_phase(w, 8), big).threads, 8);
+  // One piece: one thread, and no parallel region.
+  EXPECT_DOUBLE_EQ(roofline(host_phase(w, 1), big).seconds, 56e9 / 10e9);
+  // A phase that declares no pieces runs on every core, as host phases always did.
+  EXPECT_DOUBLE_EQ(roofline(host_phase(w, 0), big).seconds, 56e9 / (56 * 10e9));
+  // The DRAM side: 56 cores x 20 GB/s would exceed the host's 200 GB/s, which caps it.
+  EXPECT_DOUBLE_EQ(host_limits(host_phase({.dram_bytes = 1}, 56), big).dram, 200e9);
+  EXPECT_DOUBLE_EQ(host_limits(host_phase({.dram_bytes = 1}, 4), big).dram, 80e9);
+}

@@ -145,3 +145,30 @@ TEST(StepGraph, FullDecodeChainMatchesThePlanner) {
   }
   EXPECT_NEAR(sg.run(capacities(d.machine)).makespan, planned, planned * 1e-12);
 }
+
+// A host phase on fewer threads than the host has cores is limited by its own threads, not by a shared
+// resource: alone in the simulator it still takes exactly its roofline time, and beside another host
+// phase it leaves the rest of the host's DRAM bandwidth to it.
+TEST(StepGraph, AThreadLimitedHostPhaseAloneTakesItsRoofline) {
+  const ModelConfig m = test::model("llama-3.1-8b");
+  const GpuSpec g = test::gpu("h100-sxm");
+  const HostSpec h = test::host("xeon-w9-3495x");
+  Calibration cal;
+  cal.host_threads = {.call_s = 0.3e-6, .region_s = 20e-6, .core_dram = 15e9};
+  const Deployment d = make_deployment(m, g, h, cal);
+  Phase p{"cpu_rerank", PhaseKind::host_kernel, Device::cpu, ComputeUnit::host,
+          {.flops = 2e9, .dram_bytes = 3e9, .launches = 64}};
+  p.stream = Stream::host;
+  p.lanes = 8;  // 8 of 56 cores: 8 x 15 GB/s, well under the host's 307 GB/s
+  const PhaseTime rt = roofline(p, d.machine);
+  EXPECT_EQ(rt.bound, Bound::dram);
+  EXPECT_DOUBLE_EQ(rt.seconds, 3e9 / (8 * 15e9) + 20e-6 + 64 * 0.3e-6 / 8);
+  StepGraph alone(size_t(Resource::count));
+  alone.add_phase(to_sim_phase(p, d.machine));
+  EXPECT_NEAR(alone.run(capacities(d.machine)).makespan, rt.seconds, rt.seconds * 1e-12);
+  // Two such phases side by side use 2 x 120 GB/s of the 307 GB/s: neither slows the other.
+  StepGraph two(size_t(Resource::count));
+  two.add_phase(to_sim_phase(p, d.machine));
+  two.add_phase(to_sim_phase(p, d.machine));
+  EXPECT_NEAR(two.run(capacities(d.machine)).makespan, rt.seconds, rt.seconds * 1e-12);
+}

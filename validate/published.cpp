@@ -1,9 +1,11 @@
 #include "validate/published.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -79,8 +81,17 @@ bool work_of(const PublishedPoint& p, double& bytes, double& x, std::string& why
       why = "needs context_tokens and kv_heads, head_dim (or kv_bytes_per_token)";
       return false;
     }
-    const double row = p.kv_bytes_per_token > 0 ? p.kv_bytes_per_token : 2 * p.kv_heads * p.head_dim * b;
-    bytes = p.batch * p.context_tokens * row + 2 * p.batch * p.q_heads * p.head_dim * b;
+    if (p.attention == "mla") {
+      // One latent row per token and KV head holds K and V (V is its first head_dim_v elements); the
+      // query comes in head_dim wide and the output leaves head_dim_v wide. FlashMLA's test and
+      // FlashInfer's MLA nvbench count the same bytes: 0.215 ms at b128, 4096 tokens, 16 heads is
+      // their 2826 GB/s, and 37.999 us at b16, 1024 tokens, 8 heads their 504.064 GB/s.
+      const double row = p.kv_bytes_per_token > 0 ? p.kv_bytes_per_token : p.kv_heads * p.head_dim * b;
+      bytes = p.batch * p.context_tokens * row + p.batch * p.q_heads * (p.head_dim + p.head_dim_v) * b;
+    } else {
+      const double row = p.kv_bytes_per_token > 0 ? p.kv_bytes_per_token : 2 * p.kv_heads * p.head_dim * b;
+      bytes = p.batch * p.context_tokens * row + 2 * p.batch * p.q_heads * p.head_dim * b;
+    }
     x = bytes;
   } else if (f == "h2d_copy" || f == "d2h_copy") {
     if (p.bytes <= 0) { why = "needs bytes"; return false; }
@@ -121,32 +132,66 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Least squares in log e of e(x) = e_max x / (x + x_half): for each x_half on a log grid, log e_max
-// is the mean residual; the best pair wins. Fewer than two distinct x: a constant (the geometric mean).
+// Weighted least squares in log e of e(x) = e_max x / (x + x_half): for each x_half on a log grid,
+// log e_max is the weighted mean residual; the best pair wins. Fewer than two distinct x: a constant
+// (the weighted geometric mean).
 void fit_curve(const std::vector<CurvePoint>& pts, double& e_max, double& x_half) {
   std::set<double> xs;
-  for (const auto& p : pts) xs.insert(p.x);
-  double mean_log = 0;
-  for (const auto& p : pts) mean_log += std::log(p.efficiency);
-  mean_log /= double(pts.size());
+  double wsum = 0, mean_log = 0;
+  for (const auto& p : pts) xs.insert(p.x), wsum += p.weight, mean_log += p.weight * std::log(p.efficiency);
+  mean_log /= wsum;
   e_max = std::min(1.0, std::exp(mean_log));
   x_half = 0;
   if (xs.size() < 2) return;
   double best = 0;
-  for (const auto& p : pts) best += std::pow(std::log(p.efficiency) - mean_log, 2);  // the constant's residual
+  for (const auto& p : pts) best += p.weight * std::pow(std::log(p.efficiency) - mean_log, 2);  // the constant's residual
   const double lo = *xs.begin() / 1000, hi = *xs.rbegin() * 1000;
   for (int i = 0; i <= 400; ++i) {
     const double xh = lo * std::pow(hi / lo, i / 400.0);
     double s = 0;
-    for (const auto& p : pts) s += std::log(p.efficiency) - std::log(p.x / (p.x + xh));
-    const double le = std::min(0.0, s / double(pts.size()));  // e_max <= 1
+    for (const auto& p : pts) s += p.weight * (std::log(p.efficiency) - std::log(p.x / (p.x + xh)));
+    const double le = std::min(0.0, s / wsum);  // e_max <= 1
     double r = 0;
-    for (const auto& p : pts) r += std::pow(std::log(p.efficiency) - le - std::log(p.x / (p.x + xh)), 2);
+    for (const auto& p : pts) r += p.weight * std::pow(std::log(p.efficiency) - le - std::log(p.x / (p.x + xh)), 2);
     if (r < best - 1e-12) best = r, e_max = std::exp(le), x_half = xh;
   }
 }
 
 double time_error(double e_fit, double e_measured) { return std::fabs(e_measured / e_fit - 1); }
+
+// Whether points make a curve: at least kMinCurvePoints at two or more x.
+bool makes_a_curve(const std::vector<CurvePoint>& pts) {
+  std::set<double> xs;
+  for (const auto& p : pts) xs.insert(p.x);
+  return int(pts.size()) >= kMinCurvePoints && xs.size() >= 2;
+}
+
+// Fit and held-out errors over the judged points: the verified ones when they make a curve on their
+// own (an unverified reading neither shapes nor judges such a curve), else every point. Held out:
+// every third interior judged point (in x order), predicted by a fit of all the other points.
+void judge(CurveFit& f) {
+  std::vector<CurvePoint> verified;
+  for (const auto& p : f.points)
+    if (p.weight >= 1) verified.push_back(p);
+  f.unverified_points = int(f.points.size() - verified.size());
+  f.rests_on_unverified = f.unverified_points > 0 && !makes_a_curve(verified);
+  const std::vector<CurvePoint>& judged = f.rests_on_unverified ? f.points : verified;
+  std::vector<double> errs;
+  for (const auto& p : judged) errs.push_back(time_error(f.at(p.x), p.efficiency));
+  f.fit_error = median(errs);
+  if (judged.size() < 4) return;
+  std::set<std::string> held_ids;
+  for (size_t i = 1; i + 1 < judged.size(); ++i)
+    if (i % 3 == 1) held_ids.insert(judged[i].id);
+  std::vector<CurvePoint> fit, held;
+  for (const auto& p : f.points) (held_ids.count(p.id) ? held : fit).push_back(p);
+  double em = 1, xh = 0;
+  fit_curve(fit, em, xh);
+  std::vector<double> he;
+  for (const auto& p : held) he.push_back(time_error(xh > 0 ? em * p.x / (p.x + xh) : em, p.efficiency));
+  f.heldout_error = median(he);
+  f.heldout_points = int(held.size());
+}
 
 CurveFit fit_points(const std::string& gpu, const std::string& family, const CurveKey& key,
                     std::vector<CurvePoint> pts) {
@@ -159,25 +204,13 @@ CurveFit fit_points(const std::string& gpu, const std::string& family, const Cur
   f.x = key.x;
   f.points = pts;
   fit_curve(pts, f.e_max, f.x_half);
-  std::vector<double> errs;
-  for (const auto& p : pts) errs.push_back(time_error(f.at(p.x), p.efficiency));
-  f.fit_error = median(errs);
-  // Held out: every third interior point (in x order), predicted by a fit of the others.
-  if (pts.size() >= 4) {
-    std::vector<CurvePoint> fit, held;
-    for (size_t i = 0; i < pts.size(); ++i)
-      ((i > 0 && i + 1 < pts.size() && i % 3 == 1) ? held : fit).push_back(pts[i]);
-    double em = 1, xh = 0;
-    fit_curve(fit, em, xh);
-    std::vector<double> he;
-    for (const auto& p : held) he.push_back(time_error(xh > 0 ? em * p.x / (p.x + xh) : em, p.efficiency));
-    f.heldout_error = median(he);
-    f.heldout_points = int(held.size());
-  }
+  for (auto& p : pts) p.weight = 1;
+  fit_curve(pts, f.e_max_all_full, f.x_half_all_full);
+  judge(f);
   std::set<double> xs;
-  for (const auto& p : pts) xs.insert(p.x);
-  if (int(pts.size()) < kMinCurvePoints || xs.size() < 2)
-    f.why_unused = std::to_string(pts.size()) + " point(s) at " + std::to_string(xs.size()) + " x value(s): too few for a curve";
+  for (const auto& p : f.points) xs.insert(p.x);
+  if (!makes_a_curve(f.points))
+    f.why_unused = std::to_string(f.points.size()) + " point(s) at " + std::to_string(xs.size()) + " x value(s): too few for a curve";
   else if (f.fit_error > kMaxFitError)
     f.why_unused = "fit error " + fmt("%.0f", 100 * f.fit_error) + "% > " + fmt("%.0f", 100 * kMaxFitError) +
                    "%: the points disagree (mixed kernels or conditions)";
@@ -189,7 +222,63 @@ std::string curve_key_name(const CurveFit& f) {
   return std::string(to_string(f.kind)) + "/" + std::string(kCeilingNames[size_t(f.ceiling)]);
 }
 
+// The efficiency of a point on its curve: the published fraction, or the achieved rate over the GPU's
+// ceiling. False (with why) when it cannot be known; `rates` describes the division for a report.
+bool efficiency_of(const PublishedPoint& p, const GpuSpec* g, const CurveKey& key, double bytes, double& e,
+                   std::string& why, std::string& rates) {
+  if (p.fraction_of_peak > 0) {
+    e = p.fraction_of_peak;  // as the source published it, against its own statement of the peak
+    rates = "published as " + fmt("%.3g", e) + " of the peak";
+    return true;
+  }
+  if (!g) {
+    why = p.gpu + " is not in scenarios/hardware/, so its ceiling (and the efficiency) is unknown";
+    return false;
+  }
+  const std::string hw = "scenarios/hardware/" + g->name + ".yaml ";
+  if (key.ceiling == Ceiling::tensor) {
+    // A bandwidth figure for a compute-bound GEMM converts through its own bytes.
+    const double t = p.time_s > 0 ? p.time_s : bytes * p.calls / p.bandwidth_bytes_s;
+    DType dt = DType::fp16;
+    parse_dtype(p.dtype, dt);
+    const double peak = g->tensor_peak(dt) > 0 ? g->tensor_peak(dt) : g->tensor_fp16;
+    e = matmul_flops(p) * p.calls / t / peak;
+    rates = fmt("%.1f", e * peak / 1e12) + " TFLOP/s over " + hw + "tensor_" + p.dtype + "_tflops " + fmt("%.1f", peak / 1e12);
+  } else {
+    const double rate = p.bandwidth_bytes_s > 0 ? p.bandwidth_bytes_s : bytes * p.calls / p.time_s;
+    const double ceiling = ceiling_rate(*g, key.ceiling);
+    e = rate / ceiling;
+    const char* field = key.ceiling == Ceiling::hbm ? "memory.bandwidth_gbs" : key.ceiling == Ceiling::h2d ? "pcie.h2d_pinned_gbs" : "pcie.d2h_pinned_gbs";
+    rates = fmt("%.2f", rate / 1e9) + " GB/s over " + hw + field + " " + fmt("%.2f", ceiling / 1e9);
+  }
+  return true;
+}
+
+// The donor of a curve for GPUs without their own: the fit resting on verified points first, then the
+// one with the most verified points, then the most points.
+bool better_donor(const CurveFit& a, const CurveFit* b) {
+  if (!b) return true;
+  const auto rank = [](const CurveFit& f) {
+    return std::make_tuple(!f.rests_on_unverified, int(f.points.size()) - f.unverified_points, int(f.points.size()));
+  };
+  return rank(a) > rank(*b);
+}
+
 }  // namespace
+
+std::vector<double> CurveFit::reference_x() const {
+  if (points.empty()) return {};
+  const double lo = points.front().x, hi = points.back().x;
+  return {lo, std::sqrt(lo * hi), hi};
+}
+
+bool PublishedPoint::unverified() const {
+  size_t i = verified.find_first_not_of(" \t");
+  if (i == std::string::npos || verified.size() < i + 2) return false;
+  const bool no = std::tolower(static_cast<unsigned char>(verified[i])) == 'n' &&
+                  std::tolower(static_cast<unsigned char>(verified[i + 1])) == 'o';
+  return no && (verified.size() == i + 2 || !std::isalpha(static_cast<unsigned char>(verified[i + 2])));
+}
 
 std::vector<PublishedPoint> load_published(const std::string& path) {
   YamlMap top(load_yaml_file(path), path, "");
@@ -221,6 +310,12 @@ std::vector<PublishedPoint> load_published(const std::string& path) {
     p.kv_heads = c.number("kv_heads", any, 0.0);
     p.head_dim = c.number("head_dim", any, 0.0);
     p.page_size = c.number("page_size", any, 0.0);
+    p.attention = c.choice("attention", {"mha", "mla"}, "mha");
+    p.head_dim_v = c.number("head_dim_v", any, 0.0);
+    if (p.attention == "mla" && (p.head_dim_v <= 0 || p.head_dim_v > p.head_dim))
+      c.fail("head_dim_v", "attention mla needs the value width dv inside the head_dim-wide latent (FlashMLA: d 576, dv 512); allowed: 0 < head_dim_v <= head_dim (" + fmt("%g", p.head_dim) + ")");
+    if (p.attention != "mla" && p.head_dim_v > 0)
+      c.fail("head_dim_v", "is the MLA value width; allowed only with attention: mla");
     p.kv_bytes_per_token = c.number("kv_bytes_per_token", any, 0.0);
     p.bytes = c.number("bytes", any, 0.0);
     p.calls = c.number("calls", any, 1.0);
@@ -283,27 +378,18 @@ PublishedFit fit_published(const std::vector<PublishedPoint>& points, const std:
       continue;
     }
     double e = 0;
-    if (p.fraction_of_peak > 0) {
-      e = p.fraction_of_peak;  // as the source published it, against its own statement of the peak
-    } else {
-      if (g == lib.end()) {
-        out.skipped.push_back(p.id + ": " + p.gpu + " is not in scenarios/hardware/, so its ceiling (and the efficiency) is unknown");
-        continue;
-      }
-      if (key.ceiling == Ceiling::tensor) {
-        // A bandwidth figure for a compute-bound GEMM converts through its own bytes.
-        const double t = p.time_s > 0 ? p.time_s : bytes * p.calls / p.bandwidth_bytes_s;
-        DType dt = DType::fp16;
-        parse_dtype(p.dtype, dt);
-        const double peak = g->second->tensor_peak(dt) > 0 ? g->second->tensor_peak(dt) : g->second->tensor_fp16;
-        e = matmul_flops(p) * p.calls / t / peak;
-      } else {
-        const double rate = p.bandwidth_bytes_s > 0 ? p.bandwidth_bytes_s : bytes * p.calls / p.time_s;
-        e = rate / ceiling_rate(*g->second, key.ceiling);
-      }
+    std::string rates;
+    if (!efficiency_of(p, g != lib.end() ? g->second : nullptr, key, bytes, e, why, rates)) {
+      out.skipped.push_back(p.id + ": " + why);
+      continue;
+    }
+    if (e > 1) {
+      out.above_ceiling.push_back(p.id + ": efficiency " + fmt("%.3f", e) + " > 1 (" + rates +
+                                  "): the point or the ceiling is wrong; left out, not clamped");
+      continue;
     }
     auto& grp = groups[{p.gpu, key}];
-    grp.first.push_back({p.id, x, std::min(1.0, e), e > 1.0});
+    grp.first.push_back({p.id, x, e, p.unverified() ? kUnverifiedWeight : 1.0});
     grp.second.insert(p.family);
   }
   for (auto& [k, v] : groups) {
@@ -331,8 +417,7 @@ PublishedFit fit_published(const std::vector<PublishedPoint>& points, const std:
         if (!f.usable || f.kind != key.kind || f.ceiling != key.ceiling) continue;
         if (f.gpu == g.name) own = &f;
         const auto da = arch.find(f.gpu);
-        if (da != arch.end() && da->second == g.architecture && (!donor || f.points.size() > donor->points.size()))
-          donor = &f;
+        if (da != arch.end() && da->second == g.architecture && better_donor(f, donor)) donor = &f;
       }
       if (own) {
         gc.curves.push_back(*own);
@@ -357,6 +442,10 @@ std::string published_calibration_yaml(const GpuCalibration& g, const std::strin
     << "name: " << g.gpu << "-published\n"
     << "description: \"" << g.gpu << ": GPU curves from published kernel measurements";
   if (!g.borrowed.empty()) o << " (some borrowed from the same architecture, " << g.architecture << ")";
+  std::string flagged;
+  for (const CurveFit& f : g.curves)
+    if (f.rests_on_unverified) flagged += (flagged.empty() ? "" : ", ") + curve_key_name(f);
+  if (!flagged.empty()) o << "; flagged: " << flagged << " rests on unverified readings (docs/validation/gpu-published.md)";
   o << "\"\n";
   o << "gather_half_run_bytes:   # estimates as in roofline.yaml; a measured run_bytes curve replaces them\n"
     << "  hbm: 64\n  dram: 64\n  h2d: 24\n  d2h: 24\n";
@@ -381,9 +470,14 @@ std::string published_calibration_yaml(const GpuCalibration& g, const std::strin
     for (size_t i = 0; i < f.points.size() && i < 4; ++i) ids += (i ? ", " : "") + f.points[i].id;
     if (f.points.size() > 4) ids += " and " + std::to_string(f.points.size() - 4) + " more: docs/validation/gpu-published.md";
     const auto b = g.borrowed.find(curve_key_name(f));
-    o << "    source: \"published: " << f.family << " on " << f.gpu
+    o << "    source: \"" << (f.rests_on_unverified ? "flagged, rests on unverified readings: " : "") << "published: "
+      << f.family << " on " << f.gpu
       << (b != g.borrowed.end() ? " (borrowed: " + b->second + ")" : std::string()) << ", " << f.points.size()
-      << " points (" << ids << "); e_max " << fmt("%.4g", f.e_max) << ", x_half " << fmt("%.4g", f.x_half)
+      << " points (" << ids << ")"
+      << (f.unverified_points > 0 ? ", " + std::to_string(f.unverified_points) + " of them unverified, fitted at weight " +
+                                        fmt("%g", kUnverifiedWeight)
+                                  : std::string())
+      << "; e_max " << fmt("%.4g", f.e_max) << ", x_half " << fmt("%.4g", f.x_half)
       << "; fit error " << fmt("%.1f", 100 * f.fit_error) << "%"
       << (f.heldout_error >= 0 ? ", held-out error " + fmt("%.1f", 100 * f.heldout_error) + "%" : std::string())
       << "\"\n    points: [";
@@ -394,42 +488,95 @@ std::string published_calibration_yaml(const GpuCalibration& g, const std::strin
   return o.str();
 }
 
-std::string published_report_markdown(const PublishedFit& f, const std::vector<PublishedPoint>& points) {
-  std::map<std::string, const PublishedPoint*> by_id;
-  for (const auto& p : points) by_id[p.id] = &p;
-  std::ostringstream o;
-  o << "| GPU | curve | families | points | held out | e_max | x_half | fit error | held-out error | used |\n"
-    << "|---|---|---|---|---|---|---|---|---|---|\n";
+namespace {
+
+std::string x_text(const CurveFit& c, double x) {
+  return c.x == CurveVariable::run_bytes ? fmt("%.3g B runs", x) : fmt("%.3g B", x);
+}
+
+void fits_table(std::ostringstream& o, const PublishedFit& f) {
+  o << "| GPU | curve | families | points | unverified (weight " << fmt("%g", kUnverifiedWeight)
+    << ") | held out | e_max | x_half | fit error | held-out error | used |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const CurveFit& c : f.fits)
     o << "| " << c.gpu << " | " << curve_key_name(c) << " vs " << kCurveVariableNames[size_t(c.x)] << " | "
-      << c.family << " | " << c.points.size() << " | " << c.heldout_points << " | " << fmt("%.3f", c.e_max) << " | "
-      << (c.x_half > 0 ? fmt("%.3g", c.x_half) : std::string("— (constant)")) << " | "
+      << c.family << " | " << c.points.size() << " | " << c.unverified_points << " | " << c.heldout_points << " | "
+      << fmt("%.3f", c.e_max) << " | " << (c.x_half > 0 ? fmt("%.3g", c.x_half) : std::string("— (constant)")) << " | "
       << fmt("%.1f%%", 100 * c.fit_error) << " | "
       << (c.heldout_error >= 0 ? fmt("%.1f%%", 100 * c.heldout_error) : std::string("— (< 4 points)")) << " | "
-      << (c.usable ? std::string("yes") : "no: " + c.why_unused) << " |\n";
-  o << "\n### Points\n\n| id | GPU | curve | x | efficiency | source |\n|---|---|---|---|---|---|\n";
+      << (c.usable ? std::string("yes") : "no: " + c.why_unused)
+      << (c.rests_on_unverified ? " — **rests on unverified readings**" : "") << " |\n";
+}
+
+// Every curve with unverified points: its efficiency at the smallest, middle and largest measured x
+// with every point at weight 1 (before the rule) and with the unverified ones weighted down (after).
+void movement_table(std::ostringstream& o, const PublishedFit& f, const std::vector<PublishedPoint>& points) {
+  int unverified = 0, chart = 0, chart_verified = 0;
+  for (const auto& p : points) unverified += p.unverified(), chart += p.read_off_chart, chart_verified += p.read_off_chart && !p.unverified();
+  o << "\n### Unverified points weighted down, and how far that moves each curve\n\n"
+    << unverified << " of the " << points.size() << " points are unverified; " << chart << " were read off a chart, "
+    << chart_verified << " of those verified (weight 1). "
+    << "Efficiency at the smallest, the geometric middle and the largest measured x, every point at weight 1 "
+       "(before) and unverified points at weight " << fmt("%g", kUnverifiedWeight) << " (after); errors are then "
+       "judged on the verified points alone, unless the curve rests on unverified readings.\n\n"
+    << "| GPU | curve | verified points | unverified points | e_max, x_half before | e_max, x_half after | "
+       "e(x) before → after | rests on unverified readings |\n|---|---|---|---|---|---|---|---|\n";
+  for (const CurveFit& c : f.fits) {
+    if (c.unverified_points == 0) continue;
+    std::string ids, moves;
+    for (const auto& p : c.points)
+      if (p.weight < 1) ids += (ids.empty() ? "" : ", ") + p.id;
+    for (double x : c.reference_x())
+      moves += (moves.empty() ? "" : "; ") + x_text(c, x) + ": " + fmt("%.3f", c.at_all_full(x)) + " → " + fmt("%.3f", c.at(x));
+    const auto params = [](double e, double xh) { return fmt("%.3f", e) + ", " + (xh > 0 ? fmt("%.3g", xh) : std::string("—")); };
+    o << "| " << c.gpu << " | " << curve_key_name(c) << " | " << int(c.points.size()) - c.unverified_points << " | "
+      << c.unverified_points << ": " << ids << " | " << params(c.e_max_all_full, c.x_half_all_full) << " | "
+      << params(c.e_max, c.x_half) << " | " << moves << " | " << (c.rests_on_unverified ? "**yes**" : "no") << " |\n";
+  }
+}
+
+void points_table(std::ostringstream& o, const PublishedFit& f, const std::vector<PublishedPoint>& points) {
+  std::map<std::string, const PublishedPoint*> by_id;
+  for (const auto& p : points) by_id[p.id] = &p;
+  o << "\n### Points\n\n| id | GPU | curve | x | efficiency | weight | source |\n|---|---|---|---|---|---|---|\n";
   for (const CurveFit& c : f.fits)
     for (const auto& p : c.points) {
       const auto it = by_id.find(p.id);
       o << "| " << p.id << " | " << c.gpu << " | " << curve_key_name(c) << " | " << fmt("%.4g", p.x) << " | "
-        << fmt("%.3f", p.efficiency) << (p.clamped ? " (clamped: above the datasheet rate)" : "") << " | "
+        << fmt("%.3f", p.efficiency) << " | " << (p.weight < 1 ? fmt("%g (unverified)", p.weight) : std::string("1")) << " | "
         << (it != by_id.end() ? it->second->source : "") << " |\n";
     }
-  o << "\n### Library GPUs\n\n| GPU | architecture | curves | borrowed |\n|---|---|---|---|\n";
+}
+
+void gpus_table(std::ostringstream& o, const PublishedFit& f) {
+  o << "\n### Library GPUs\n\n| GPU | architecture | curves | borrowed | resting on unverified readings |\n|---|---|---|---|---|\n";
   for (const GpuCalibration& g : f.gpus) {
-    std::string b;
+    std::string b, flagged;
     for (const auto& [k, v] : g.borrowed) b += (b.empty() ? "" : "; ") + k + " from " + v;
+    for (const CurveFit& c : g.curves)
+      if (c.rests_on_unverified) flagged += (flagged.empty() ? "" : ", ") + curve_key_name(c) + " (" + c.gpu + ")";
     o << "| " << g.gpu << " | " << g.architecture << " | " << g.curves.size() << " | " << (b.empty() ? "—" : b)
-      << " |\n";
+      << " | " << (flagged.empty() ? "—" : flagged) << " |\n";
   }
-  if (!f.launches.empty()) {
-    o << "\n### Launch latency\n\n";
-    for (const auto& l : f.launches) o << "- " << l << "\n";
-  }
-  if (!f.skipped.empty()) {
-    o << "\n### Not fitted\n\n";
-    for (const auto& s : f.skipped) o << "- " << s << "\n";
-  }
+}
+
+void list_section(std::ostringstream& o, const std::string& title, const std::vector<std::string>& lines) {
+  if (lines.empty()) return;
+  o << "\n### " << title << "\n\n";
+  for (const auto& l : lines) o << "- " << l << "\n";
+}
+
+}  // namespace
+
+std::string published_report_markdown(const PublishedFit& f, const std::vector<PublishedPoint>& points) {
+  std::ostringstream o;
+  fits_table(o, f);
+  movement_table(o, f, points);
+  points_table(o, f, points);
+  gpus_table(o, f);
+  list_section(o, "Left out: efficiency above 1 (a data error in the point or in the ceiling)", f.above_ceiling);
+  list_section(o, "Launch latency", f.launches);
+  list_section(o, "Not fitted", f.skipped);
   return o.str();
 }
 

@@ -1,6 +1,8 @@
 // ctkvr on the replay's one budget axis (replay/budget.hpp, docs/replay.md § Budgets): a
 // budget B = "about B tokens attended per step, per layer and KV head" mapped to ctkvr's own knobs:
-// init + local scaled to the paper's 5% of the context (§3.1.1), rho' = B - init - local, rho = 2.5 rho' (§4.1.1). Returns false when no configuration attends about that few tokens.
+// init + local scaled to the paper's 5% of the context (§3.1.1), rho' = B - init - local, and rho =
+// 2.5 rho' (§4.1.1) through per_centroid's default. Returns false when no configuration attends about
+// that few tokens.
 #include <algorithm>
 #include <cmath>
 
@@ -18,10 +20,9 @@ bool set_budget(ParamValues& v, int64_t prompt, int64_t budget) {
   if (rho_prime < 1) return false;
   p.init_tokens = init;
   p.local_tokens = local;
-  p.budget_tokens = rho_prime;
-  p.per_centroid = std::ceil(2.5 * rho_prime);  // rho = 2.5 rho' (§4.1.1)
-  // C is left as it is: by default (centroids = 0) the cost model and the selector both take §4.1.1's
-  // C = min(2048, prompt/16) for this prompt (centroid_count, params.hpp), so C does not move with B.
+  p.budget_tokens = rho_prime;  // rho follows as 2.5 rho' (§4.1.1) unless per_centroid is set (centroid_ids)
+  // C is left as it is (by default App. C.2's 1024; with centroids = 0 §4.1.1's min(2048, prompt/16):
+  // centroid_count, params.hpp), so C does not move with B.
   v = param_table().values(p);
   return true;
 }

@@ -15,9 +15,9 @@ struct Params {
 
 inline const ParamTable<Params>& param_table() {
   static const ParamTable<Params> table{"ctkvr", {
-      {&Params::centroids, {"centroids", 0, Range::between(0, 1e6), true, "C: last prompt queries kept as centroids; 0 = auto, the paper's C = min(2048, n/16) for an n-token prompt (§4.1.1)"}},
+      {&Params::centroids, {"centroids", 1024, Range::between(0, 1e6), true, "C: last prompt queries kept as centroids (App. C.2: the system experiments' C = 1024); 0 = the accuracy setup's C = min(2048, n/16) for an n-token prompt (§4.1.1)"}},
       {&Params::probes, {"probes", 4, Range::between(1, 1e6), true, "C': centroids probed per KV head per step (§4.1.1: C' = 4)"}},
-      {&Params::per_centroid, {"per_centroid", 2560, Range::between(1, 1e8), true, "rho: key ids per centroid per KV head (§4.1.1: rho = 2.5 rho' = 2560)"}},
+      {&Params::per_centroid, {"per_centroid", 0, Range::between(0, 1e8), true, "rho: key ids per centroid per KV head; 0 = 2.5 rho' (§4.1.1: rho = 2.5 rho', 2560 at rho' = 1024, App. C.2's default)"}},
       {&Params::budget_tokens, {"budget_tokens", 1024, Range::between(1, 1e8), true, "rho': tokens reranked into the CPU attention (§4.1.1: 1024 or 512)"}, CarryRule::scale_context},
       {&Params::init_tokens, {"init_tokens", 128, Range::between(0, 1e8), true, "initial tokens kept on the GPU (count not given; with local_tokens, ~5% of a 128K context as §3.1.1 states)"}, CarryRule::scale_context},
       {&Params::local_tokens, {"local_tokens", 6400, Range::between(0, 1e8), true, "recent tokens kept on the GPU (count not given; init + local = 6528 = 5% of 131072, §3.1.1)"}, CarryRule::scale_context},
@@ -30,13 +30,21 @@ inline const ParamTable<Params>& param_table() {
   return table;
 }
 
-// §4.1.1: "CTKVR is configured with C = min(2048, dataset length / 16)". The number of centroids for
-// an n-token prompt: `centroids` when set, else (0, the default) that rule, floor(n/16) tokens and at
-// least 1; never more than the prompt's n queries (Algorithm 1 line 1 takes the last C of them). The
-// cost model (cost.cpp) and the trace selector (selector.cpp) both read C through this function.
+// The number of centroids for an n-token prompt: `centroids` (by default App. C.2's C = 1024, the
+// setting of the paper's system experiments), or, with 0, the accuracy setup of §4.1.1: "CTKVR is
+// configured with C = min(2048, dataset length / 16)", floor(n/16) and at least 1. Never more than the
+// prompt's n queries (Algorithm 1 line 1 takes the last C of them). The cost model (cost.cpp) and the
+// trace selector (selector.cpp) both read C through this function.
 inline double centroid_count(const Params& p, double prompt) {
   const double c = p.centroids > 0 ? p.centroids : std::max(1.0, std::min(2048.0, std::floor(prompt / 16.0)));
   return std::max(0.0, std::min(c, prompt));
+}
+
+// rho, the key ids per centroid and KV head in the qcIVF: `per_centroid` when set, else (0, the
+// default) §4.1.1's rho = 2.5 rho', rounded up, so the index follows the rerank budget budget_tokens.
+// The cost model and the selector both read rho through this function.
+inline double centroid_ids(const Params& p) {
+  return p.per_centroid > 0 ? p.per_centroid : std::ceil(2.5 * p.budget_tokens);
 }
 
 }  // namespace kvsim::policies::ctkvr

@@ -36,14 +36,14 @@ void CtkvrSelector::prefill(const TraceData& tr) {
   local_ = std::max<int64_t>(0, as_int(p_.local_tokens));
   rho_prime_ = int(std::max<int64_t>(1, as_int(p_.budget_tokens)));
   // Algorithm 1 line 1: the last C query vectors of the prompt, C = centroid_count (params.hpp: the
-  // parameter, or by default §4.1.1's min(2048, P/16) for this P-token prompt). A trace stores only
+  // parameter, App. C.2's 1024 by default, or with 0 §4.1.1's min(2048, P/16)). A trace stores only
   // some prompt query rows (the question window), so C is capped by what is there.
   std::vector<int64_t> prompt_rows;
   for (int64_t s = 0; s < tr.S; ++s)
     if (tr.position(s) < P_) prompt_rows.push_back(s);
   C_ = int(std::min<int64_t>(std::max<int64_t>(1, as_int(centroid_count(p_, double(P_)))), int64_t(prompt_rows.size())));
   cprime_ = int(std::min<int64_t>(std::max<int64_t>(1, as_int(p_.probes)), C_));
-  rho_ = int(std::min<int64_t>(std::max<int64_t>(1, as_int(p_.per_centroid)), P_));
+  rho_ = int(std::min<int64_t>(std::max<int64_t>(1, as_int(centroid_ids(p_))), P_));
   const float scale = 1.f / std::sqrt(float(d_));
   heads_.assign(size_t(layers_) * kv_heads_, {});
   last_.assign(size_t(layers_) * kv_heads_, {});
@@ -260,7 +260,7 @@ std::map<std::string, Statistic> CtkvrSelector::statistics() const {
     st["cpu_tokens"] = {t.chosen / double(t.obs), t.obs, "tokens chosen by the rerank (<= rho')"};
     st["gpu_tokens"] = {t.gpu / double(t.obs), t.obs, "init + local tokens attended on the GPU"};
   }
-  st["centroids_effective"] = {double(C_), 1, "C_e = min(C, prompt query rows in the trace); C = min(2048, P/16) unless set (§4.1.1)"};
+  st["centroids_effective"] = {double(C_), 1, "C_e = min(C, prompt query rows in the trace); C = centroids (App. C.2: 1024), min(2048, P/16) at 0 (§4.1.1)"};
   if (t.cos_obs > 0)
     st["adjacent_query_cosine"] = {t.cos / double(t.cos_obs), t.cos_obs,
                                    "cosine of each query head's query with its previous position's (Obs. 1)"};

@@ -260,7 +260,8 @@ std::string reproduce_rows(const std::string& paper) {
                        {"published_oom", f.oom},
                        {"predicted", row.predicted_oom ? json(nullptr) : json(row.predicted)},
                        {"predicted_oom", row.predicted_oom}, {"relative_error", row.relative_error},
-                       {"exact", f.exact}, {"matches_exactly", row.matches_exactly}, {"comparable", f.comparable}});
+                       {"exact", f.exact}, {"matches_exactly", row.matches_exactly}, {"approximate", f.approximate},
+                       {"comparable", f.comparable}});
       }
     }
   return out.dump();

@@ -1,5 +1,6 @@
 #include "tools/kvsim/reproduce_cmd.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,7 @@ std::string error_text(const ReproRow& row) {
   std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * row.relative_error);
   std::string s = buf;
   if (f.exact) s += row.matches_exactly ? "  exact" : "  NOT EXACT";
+  if (f.approximate) s += "  (printed '" + f.printed + "')";
   if (!f.comparable) s += "  (not comparable: see its note)";
   return s;
 }
@@ -85,6 +87,67 @@ std::vector<std::string> growth_lines(const std::vector<ReproRow>& rows) {
   return out;
 }
 
+// Each published tie and each ordering not reproduced, one line each (the reproduced ones are the
+// count in the summary).
+std::vector<std::string> order_lines(const std::vector<Ordering>& orders) {
+  std::vector<std::string> out;
+  for (const Ordering& o : orders) {
+    if (o.reproduced) continue;
+    const PublishedFigure &lo = *o.lower->figure, &hi = *o.higher->figure;
+    const std::string where = "  order " + lo.source + " " + to_string(lo.metric) + " " + lo.unit + " at " +
+                              std::to_string(lo.context) + ": ";
+    if (o.published_tie) {
+      out.push_back(where + "published " + lo.label + " " + published_text(lo) + " = " + hi.label + " " +
+                    published_text(hi) + ", a tie: not an ordering, not counted");
+      continue;
+    }
+    out.push_back(where + "published " + lo.label + " " + published_text(lo) + " < " + hi.label + " " +
+                  published_text(hi) + "; predicted " + predicted_text(*o.lower) +
+                  (o.predicted_tie ? " ~ " : " > ") + predicted_text(*o.higher) +
+                  (o.predicted_tie ? " (a tie at the printed digits): not reproduced" : ": not reproduced"));
+  }
+  return out;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Summary: exact figures matched; approximate ones (the paper's "around N": their error is the
+// paper's rounding) on their own; OOM rows; the median absolute error of the rest, over every figure
+// and over the comparable ones alone (figures marked comparable: false measure another
+// configuration; their notes say which); published orderings reproduced, ties not counted.
+std::string summary_line(const std::vector<Loaded>& all) {
+  int exact = 0, exact_ok = 0, oom = 0, oom_ok = 0, orders = 0, orders_ok = 0, ties = 0;
+  std::vector<double> errs, comparable, approximate;
+  for (const Loaded& l : all) {
+    for (const ReproRow& row : l.rows) {
+      if (row.figure->oom || row.predicted_oom) { ++oom; oom_ok += row.matches_exactly; }
+      else if (row.figure->exact) { ++exact; exact_ok += row.matches_exactly; }
+      else if (row.figure->approximate) approximate.push_back(std::fabs(row.relative_error));
+      else {
+        errs.push_back(std::fabs(row.relative_error));
+        if (row.figure->comparable) comparable.push_back(errs.back());
+      }
+    }
+    for (const Ordering& o : orderings(l.rows)) {
+      if (o.published_tie) { ++ties; continue; }
+      ++orders;
+      orders_ok += o.reproduced;
+    }
+  }
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "summary: %d/%d exact memory figures match to the printed digit; %zu approximate memory figures "
+                "('around N'), median |error| %.1f%%; %d/%d OOM rows agree; "
+                "%zu other figures, median |error| %.1f%%; %zu of them comparable, median |error| %.1f%%; "
+                "%d/%d published orderings reproduced (%d published ties, not orderings)\n",
+                exact_ok, exact, approximate.size(), 100 * median_of(approximate), oom_ok, oom, errs.size(),
+                100 * median_of(errs), comparable.size(), 100 * median_of(comparable), orders_ok, orders, ties);
+  return buf;
+}
+
 std::string table(const std::vector<Loaded>& all) {
   std::string s;
   char buf[512];
@@ -108,33 +171,10 @@ std::string table(const std::vector<Loaded>& all) {
       s += buf;
     }
     for (const std::string& g : growth_lines(l.rows)) s += g + "\n";
+    for (const std::string& g : order_lines(orderings(l.rows))) s += g + "\n";
     s += "\n";
   }
-  // Summary: exact figures matched, and the median absolute error of the rest.
-  // The median over every other figure, and over the comparable ones alone (figures marked
-  // comparable: false measure another configuration; their notes say which).
-  int exact = 0, exact_ok = 0, oom = 0, oom_ok = 0;
-  std::vector<double> errs, comparable;
-  for (const Loaded& l : all)
-    for (const ReproRow& row : l.rows) {
-      if (row.figure->oom || row.predicted_oom) { ++oom; oom_ok += row.matches_exactly; }
-      else if (row.figure->exact) { ++exact; exact_ok += row.matches_exactly; }
-      else {
-        errs.push_back(std::fabs(row.relative_error));
-        if (row.figure->comparable) comparable.push_back(errs.back());
-      }
-    }
-  auto median = [](std::vector<double>& v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  };
-  std::snprintf(buf, sizeof buf,
-                "summary: %d/%d exact memory figures match to the printed digit; %d/%d OOM rows agree; "
-                "%zu other figures, median |error| %.1f%%; %zu of them comparable, median |error| %.1f%%\n",
-                exact_ok, exact, oom_ok, oom, errs.size(), 100 * median(errs), comparable.size(),
-                100 * median(comparable));
-  s += buf;
-  return s;
+  return s + summary_line(all);
 }
 
 json to_json(const std::vector<Loaded>& all) {
@@ -159,6 +199,8 @@ json to_json(const std::vector<Loaded>& all) {
                       {"relative_error", (f.oom || row.predicted_oom) ? json(nullptr) : json(row.relative_error)},
                       {"exact", f.exact},
                       {"matches_exactly", row.matches_exactly},
+                      {"printed", f.printed},
+                      {"approximate", f.approximate},
                       {"infeasible_reason", row.oom_reason},
                       {"note", f.note},
                       {"comparable", f.comparable}});

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "kernels/cuda_device.hpp"
+#include "validate/host_threads.hpp"
 #include "validate/validate.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -120,7 +121,14 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
   const Calibration uncal =
       load_calibration_file(resolve(LibraryKind::calibration, "roofline", "command line", 0, "calibration"));
   const validate::Result r = validate::run(cases, ce, timer, o, uncal);
-  if (!c.out.empty()) write_file_atomic(c.out, r.calibration_yaml);
+  // A host calibration also carries what host phases pay per call and per parallel region on this
+  // machine (validate/host_threads.hpp), measured after the kernels.
+  std::string calibration = r.calibration_yaml;
+  if (ce.unit == ComputeUnit::host) {
+    std::fprintf(stderr, "kvsim validate: measuring host call, parallel-region and one-core DRAM costs...\n");
+    calibration += validate::host_threads_yaml(validate::measure_host_threads(timer, o));
+  }
+  if (!c.out.empty()) write_file_atomic(c.out, calibration);
   const std::string text = c.format == "json"  ? validate::report_json(r)
                            : c.format == "csv" ? validate::report_csv(r)
                                                : validate::report_table(r);

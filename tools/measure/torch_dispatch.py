@@ -20,9 +20,12 @@
 4. Host-device syncs: every aten::_local_scalar_dense (Tensor.item(), bool(tensor), `x in tensor`)
    copies a GPU value to the host and blocks the host until the GPU has run everything issued before
    it. Counted per decoder layer and per step of generate(), with the Transformers line that calls
-   each (sync_per_layer); and ops_before_layers / kernels_before_layers: of the operators outside the
-   layers, those issued after the step's first sync (generate()'s stopping check ends the previous
-   step) and before the first layer, which no GPU work of the step can overlap.
+   each (sync_per_layer); and ops_before_layers / kernels_before_layers: of the forward pass's
+   operators outside the layers (ops_per_step), those issued before the first layer (embedding,
+   rotary embedding, mask). generate()'s own loop (loop_us) issues its operators between the step's
+   first sync (its stopping check ends the previous step) and the forward pass, so no GPU work of the
+   step overlaps it or these; the count of the loop's operators there is printed as a comment only:
+   their time is in loop_us, not in ops_per_step (docs/reproductions.md, miss 1, the dispatch rule).
 
 flash_attention_2 runs without flash-attn (absent on a CPU): flash_attn_func is replaced by one
 operator (torch.empty_like), where flash-attn launches one kernel; Transformers' own code around it,
@@ -30,7 +33,10 @@ whose operators and syncs are what is counted here, runs unchanged. It runs in b
 flash-attn requires 16-bit inputs (in float32 Transformers adds casts a GPU run does not have).
 
 Needs torch and transformers (PyPI). Prints YAML to paste into a scenario's implementation block.
-Usage: python3 tools/measure/torch_dispatch.py [--attn sdpa|eager|flash_attention_2] [--calls 20000]
+The model is a tiny Llama (`--arch llama`, also LongChat's architecture) or Qwen2 (`--arch qwen2`,
+Qwen2 and Qwen2.5): use the architecture, Transformers version and attention implementation of the
+scenario's model (docs/reproductions.md, miss 1, the dispatch rule).
+Usage: python3 tools/measure/torch_dispatch.py [--arch llama|qwen2] [--attn sdpa|eager|flash_attention_2] [--calls 20000]
 """
 import argparse
 import statistics
@@ -65,29 +71,45 @@ METADATA_OPS = {"aten::view", "aten::reshape", "aten::transpose", "aten::unsquee
                 "aten::to", "aten::_to_copy_noop", "aten::empty", "aten::arange_noop", "aten::is_nonzero"}
 
 
+ARCH = "llama"  # set from --arch in main()
+
+
 def tiny_llama(layers, attn):
-    from transformers import LlamaConfig, LlamaForCausalLM
+    """A tiny randomly initialized model of the chosen architecture (--arch; hidden 64: compute
+    negligible)."""
+    import transformers
+    config, model_class = {"llama": ("LlamaConfig", "LlamaForCausalLM"),
+                           "qwen2": ("Qwen2Config", "Qwen2ForCausalLM")}[ARCH]
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
+    cfg = getattr(transformers, config)(vocab_size=128, hidden_size=64, intermediate_size=128,
+                                        num_hidden_layers=layers, num_attention_heads=4,
+                                        num_key_value_heads=2, max_position_embeddings=4096)
     if attn != "flash_attention_2":
         cfg._attn_implementation = attn
-        return LlamaForCausalLM(cfg).eval()
+        return getattr(transformers, model_class)(cfg).eval()
     # Transformers refuses flash_attention_2 without flash-attn and a GPU: build the model eager, then
     # give its layers the flash-attention class and the model the flash-attention mask path.
     cfg._attn_implementation = "eager"
-    model = LlamaForCausalLM(cfg).eval().to(torch.bfloat16)
+    model = getattr(transformers, model_class)(cfg).eval().to(torch.bfloat16)
+    import importlib
     import transformers.modeling_flash_attention_utils as fa
-    from transformers.models.llama import modeling_llama as ml
+    ml = importlib.import_module(f"transformers.models.{ARCH}.modeling_{ARCH}")
     fa.flash_attn_func = lambda q, k, v, *a, **kw: torch.empty_like(q)  # flash-attn's one kernel
     fa._flash_supports_window_size = False
     model.config._attn_implementation = "flash_attention_2"
-    flash_class = getattr(ml, "LlamaFlashAttention2", None)
+    flash_class = getattr(ml, {"llama": "LlamaFlashAttention2", "qwen2": "Qwen2FlashAttention2"}[ARCH], None)
     for layer in model.model.layers:
         if flash_class is not None:  # up to transformers 4.47; later versions dispatch on the config
             layer.self_attn.__class__ = flash_class
             layer.self_attn._flash_attn_uses_top_left_mask = False
     return model
+
+
+def dynamic_cache():
+    """The cache object generate() decodes with (DynamicCache): a step fed the legacy tuple format would
+    also time its conversion to and from a DynamicCache, which generate() does not do."""
+    from transformers import DynamicCache
+    return DynamicCache()
 
 
 def step_seconds(layers, attn, steps=300):
@@ -96,7 +118,7 @@ def step_seconds(layers, attn, steps=300):
     ids = torch.randint(0, 128, (1, 16))
     times = []
     with torch.no_grad():
-        out = model(ids, use_cache=True)
+        out = model(ids, past_key_values=dynamic_cache(), use_cache=True)
         past, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
         for i in range(steps):
             t = time.perf_counter()
@@ -170,15 +192,22 @@ def sync_profile(attn, steps=12):
     """Per decode step of generate() with a one-layer tiny Llama (steady-state steps: the prompt's pass
     and the last step left out), a dict of: syncs inside the layer and outside it; operators and
     kernels of the layer issued up to its first sync, that one included (before_sync); operators and
-    kernels outside the layers issued from the step's first sync up to the layer (before_layers)."""
+    kernels of the forward pass issued before the layer (before_layers); and generate()'s own loop
+    operators issued from the step's first sync up to the forward pass (loop_before_forward)."""
     model = tiny_llama(1, attn)
     mark_layers(model)
+    model.register_forward_pre_hook(
+        lambda mod, args, kwargs: setattr(mod, "_range", torch.profiler.record_function("FORWARD").__enter__()), with_kwargs=True)
+    model.register_forward_hook(lambda mod, args, out: mod._range.__exit__(None, None, None))
     ids = torch.randint(0, 128, (1, 16))
     kw = generate_kwargs(ids)
     with torch.no_grad(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         model.generate(ids, max_new_tokens=steps, min_new_tokens=steps, **kw)
     events = prof.events()
     layers = sorted((e.time_range.start, e.time_range.end) for e in events if e.name == "LAYER")
+    forwards = sorted(e.time_range.start for e in events if e.name == "FORWARD")
+    # forward_start[k]: the start of the forward pass that runs layer k
+    forward_start = [max(f for f in forwards if f <= s) for s, _ in layers]
     top = sorted((e for e in events if e.name.startswith("aten::") and top_level(e)), key=lambda e: e.time_range.start)
     inside = [[] for _ in layers]  # inside[k]: layer k's top-level operators, in order
     gaps = [[] for _ in layers]    # gaps[k]: those after layer k's end, before layer k+1's start
@@ -193,6 +222,12 @@ def sync_profile(attn, steps=12):
     def from_first_sync(ops):  # the operators from the first sync on (none when none)
         return ops[next((i for i, e in enumerate(ops) if is_sync(e)), len(ops)):]
 
+    def in_forward(k):  # of the operators before layer k, those of its forward pass
+        return [e for e in gaps[k - 1] if e.time_range.start >= forward_start[k]]
+
+    def loop_before_forward(k):  # generate()'s own operators from the step's first sync to the forward pass
+        return [e for e in from_first_sync(gaps[k - 1]) if e.time_range.start < forward_start[k]]
+
     def mean(f, ks):
         return sum(f(k) for k in ks) / len(ks)
 
@@ -203,8 +238,11 @@ def sync_profile(attn, steps=12):
         "syncs_outside": mean(lambda k: sum(map(is_sync, gaps[k - 1])), steps_),
         "ops_before_sync": mean(lambda k: len(upto_first_sync(inside[k])), steps_),
         "kernels_before_sync": mean(lambda k: kernels(upto_first_sync(inside[k])), steps_),
-        "ops_before_layers": mean(lambda k: len(from_first_sync(gaps[k - 1])), steps_),
-        "kernels_before_layers": mean(lambda k: kernels(from_first_sync(gaps[k - 1])), steps_),
+        "ops_before_layers": mean(lambda k: len(in_forward(k)), steps_),
+        "kernels_before_layers": mean(lambda k: kernels(in_forward(k)), steps_),
+        "syncs_before_layers": mean(lambda k: sum(map(is_sync, in_forward(k))), steps_),
+        "loop_before_forward": mean(lambda k: len(loop_before_forward(k)), steps_),
+        "loop_kernels_before_forward": mean(lambda k: kernels(loop_before_forward(k)), steps_),
     }
 
 
@@ -267,7 +305,7 @@ def count_decode_ops(layers, attn):
     model = tiny_llama(layers, attn)
     ids = torch.randint(0, 128, (1, 16))
     with torch.no_grad():
-        out = model(ids, use_cache=True)
+        out = model(ids, past_key_values=dynamic_cache(), use_cache=True)
         past = out.past_key_values
         nxt = out.logits[:, -1:].argmax(-1)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
@@ -278,9 +316,12 @@ def count_decode_ops(layers, attn):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", default="llama", choices=["llama", "qwen2"])
     ap.add_argument("--attn", default="sdpa", choices=["sdpa", "eager", "flash_attention_2"])
     ap.add_argument("--calls", type=int, default=20000)
     a = ap.parse_args()
+    global ARCH
+    ARCH = a.arch
     bare_us, each = dispatch_us(a.calls)
     (one, k1), (two, k2) = count_decode_ops(1, a.attn), count_decode_ops(2, a.attn)
     per_layer, kernels_per_layer = two - one, k2 - k1
@@ -290,13 +331,15 @@ def main():
     # criteria) beyond the forward pass and greedy argmax that step_seconds times by hand.
     loop_us = (generate_step_seconds(a.attn) - step_seconds(1, a.attn)) * 1e6
     gen_ops, gen_kernels = count_generate_ops(a.attn)  # one layer plus everything outside it, per step
-    print(f"# measured by tools/measure/torch_dispatch.py --attn {a.attn}: torch {torch.__version__}, 1 thread. One tiny-Llama "
+    import transformers
+    print(f"# measured by tools/measure/torch_dispatch.py --arch {a.arch} --attn {a.attn}: transformers {transformers.__version__}, "
+          f"torch {torch.__version__}, 1 thread. One tiny-{a.arch} "
           f"decoder layer costs {layer_s * 1e6:.1f} us of host time for {per_layer} operators; a bare aten call costs "
           f"{bare_us:.2f} us (add, mul, linear, view, cat, rsqrt: {', '.join(f'{x:.2f}' for x in each)})")
     print("dispatch: eager")
-    print(f"ops_per_layer: {per_layer}          # top-level aten operators per Llama decoder layer in one decode step ({a.attn} attention)")
+    print(f"ops_per_layer: {per_layer}          # top-level aten operators per {a.arch} decoder layer in one decode step ({a.attn} attention)")
     print(f"kernels_per_layer: {kernels_per_layer}      # of those, the ones that launch a kernel")
-    print(f"ops_per_step: {one - per_layer}           # outside the layers: embedding, final norm, LM head, sampling")
+    print(f"ops_per_step: {one - per_layer}           # the forward pass outside the layers: embedding, final norm, LM head, sampling")
     print(f"kernels_per_step: {k1 - kernels_per_layer}")
     print(f"dispatch_us: {us:.2f}         # host time per operator, Hugging Face's Python included")
     print(f"loop_us: {loop_us:.1f}           # host time per step of generate()'s own loop, outside the forward pass")
@@ -312,9 +355,11 @@ def print_syncs(attn):
     sites = "; ".join(f"{k} ({v:g} per step with 2 layers)" for k, v in sorted(sync_sites(attn).items()))
     print(f"# host-device syncs per decode step (transformers {transformers.__version__}, {attn}): "
           f"{p['syncs_in_layer']:g} per decoder layer, {p['syncs_outside']:g} outside the layers; at {sites}")
-    print(f"ops_before_layers: {p['ops_before_layers']:g}     # of generate()'s operators outside the layers (the scenarios' "
-          "ops_per_step), those issued from the step's first sync to the first layer")
+    print(f"ops_before_layers: {p['ops_before_layers']:g}     # of ops_per_step (the forward pass), those issued before the first layer")
     print(f"kernels_before_layers: {p['kernels_before_layers']:g}")
+    print(f"# generate()'s own loop issues {p['loop_before_forward']:g} operators ({p['loop_kernels_before_forward']:g} launching kernels) "
+          f"between the step's first sync and the forward pass (their time is in loop_us); "
+          f"syncs among the forward pass's operators before the first layer: {p['syncs_before_layers']:g}")
     if p["syncs_in_layer"] > 0:
         print("sync_per_layer: true")
         print(f"ops_before_sync: {p['ops_before_sync']:g}      # of ops_per_layer, issued up to the layer's first sync, that one included")
