@@ -56,8 +56,10 @@ SimPhase piece(SimPhase s, const char* suffix, double f, double f_latency) {
 // dispatch node: the host waits for the GPU there.
 class Builder {
  public:
-  Builder(const std::vector<Phase>& pol, const std::vector<Phase>& dense, const Machine& m)
-      : pol_(pol), dense_(dense), m_(m), g_{size_t(Resource::count)} {  // braces: clang reads the parenthesized form as a function declaration
+  // Builds into `g`, which the caller owns and returns: the graph is never copied or moved (its Boost
+  // adjacency list copies where it cannot move, which cost a third of a simulated design point).
+  Builder(const std::vector<Phase>& pol, const std::vector<Phase>& dense, const Machine& m, DecodeGraph& g)
+      : pol_(pol), dense_(dense), m_(m), g_(g) {
     qkv_ = dense.size();
     for (size_t i = 0; i < dense.size(); ++i)
       if (dense[i].name == "qkv_proj") qkv_ = i;
@@ -66,7 +68,7 @@ class Builder {
     plan_dispatch_shares();
   }
 
-  DecodeGraph build(int layers) {
+  void build(int layers) {
     // The step's operators issued before the first layer (Machine::dispatch_step_pre_s).
     if (m_.dispatch_step_pre_s > 0) dispatch("dispatch step (before the layers)", m_.dispatch_step_pre_s, -1);
     // Once-per-step policy phases (e.g. CHESS's selection) run before the first layer.
@@ -75,7 +77,6 @@ class Builder {
     for (int l = 0; l < layers; ++l) add_layer(l);
     for (size_t i = 0; i < dense_.size(); ++i)
       if (dense_[i].repeat <= 1) add(dense_[i], instance(dense_[i], m_), pol_.size() + i, -1, step_share(dense_[i]));
-    return std::move(g_);
   }
 
  private:
@@ -135,7 +136,9 @@ class Builder {
 
   // A phase (or a piece of one) on its stream, after its dispatch when there is one.
   size_t add(const Phase& p, SimPhase s, size_t src, int layer, double host_s, bool sync = false) {
-    const size_t issued = dispatch("dispatch " + s.name, host_s, layer, sync);
+    // The node's name is built only when there is a dispatch stream: this runs for every node of every
+    // simulated step.
+    const size_t issued = m_.has_dispatch() ? dispatch("dispatch " + s.name, host_s, layer, sync) : kNone;
     const size_t id = node(std::move(s), src, layer);
     if (issued != kNone) g_.graph.add_edge(issued, id);
     size_t& prev = last_on_[size_t(p.stream)];
@@ -171,7 +174,8 @@ class Builder {
     const size_t np = pol_.size();
     const double qkv_share = (sync_at_ != kNone ? per_launch_pre_ : per_launch_post_) * launches_of(dense_[qkv_]);
     const size_t q = add(dense_[qkv_], instance(dense_[qkv_], m_), np + qkv_, l, qkv_share);
-    std::vector<size_t> node_of(np, kNone);
+    std::vector<size_t>& node_of = node_of_;  // reused: no allocation per layer
+    node_of.assign(np, kNone);
     for (size_t i = 0; i < np; ++i) {
       if (pol_[i].repeat <= 1) continue;
       const auto [first, last] = add_policy_phase(i, l);
@@ -199,17 +203,20 @@ class Builder {
   const std::vector<Phase>& pol_;
   const std::vector<Phase>& dense_;
   const Machine& m_;
-  DecodeGraph g_;
+  DecodeGraph& g_;
   size_t qkv_ = 0, sync_at_ = kNone;
   size_t last_on_[size_t(Stream::count)];
   size_t last_dispatch_ = kNone;
+  std::vector<size_t> node_of_;  // the layer's last node of each policy phase (add_layer)
   double per_launch_pre_ = 0, per_launch_post_ = 0, per_launch_step_ = 0;
 };
 }  // namespace
 
 DecodeGraph build_decode_graph(const std::vector<Phase>& pol, const std::vector<Phase>& dense, int layers,
                                const Machine& m) {
-  return Builder(pol, dense, m).build(layers);
+  DecodeGraph g{size_t(Resource::count)};  // braces: clang reads the parenthesized form as a function declaration
+  Builder(pol, dense, m, g).build(layers);
+  return g;
 }
 
 }  // namespace kvsim::sim
