@@ -10,6 +10,7 @@ HostSpec load_host(YamlMap m) {
   h.description = m.string("description", "");
   h.sockets = static_cast<int>(m.integer("sockets", Range::between(1, 16)));
   h.cores = static_cast<int>(m.integer("cores", Range::between(1, 4096)));
+  h.clock_hz = m.number("clock_ghz", Range::positive(10), 0.0) * 1e9;
   {
     auto d = m.map("dram");
     h.dram_capacity_bytes = d.number("capacity_gib", Range::positive(1 << 20)) * kGiB;

@@ -14,6 +14,10 @@ struct HostSpec {
   double fp32 = 0;             // FLOP/s, all cores (SIMD)
   double bf16 = 0;             // FLOP/s, all cores (matrix extensions); 0 = none
   int pcie_generation = 0, pcie_lanes = 0;  // 0 = not given
+  // One core's clock when a single thread runs (the maximum turbo frequency), Hz; 0 = not given. The
+  // rule that scales a per-call host cost measured on one host to another divides by it
+  // (model/host_ops.hpp): dispatch and call overheads are single-threaded instruction streams.
+  double clock_hz = 0;
 };
 
 HostSpec load_host(YamlMap m);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/library.hpp"
+
 namespace kvsim {
 
 namespace {
@@ -38,12 +40,29 @@ Implementation load_implementation(YamlMap m) {
     impl.kernels_per_step = m.number("kernels_per_step", Range::between(0, impl.ops_per_step), 0.0);
     impl.dispatch_us = m.number("dispatch_us", Range::positive(1e5));
     impl.loop_us = m.number("loop_us", Range::between(0, 1e6), 0.0);
+    if (m.has("measured_on")) {
+      const YAML::Node on = m.node("measured_on");
+      if (!on.IsScalar()) m.fail("measured_on", "expected the name of the host dispatch_us was measured on (scenarios/hosts/)");
+      impl.dispatch_clock_hz =
+          load_host_file(resolve(LibraryKind::host, on.Scalar(), m.file(), m.line_of("measured_on"), m.field("measured_on")))
+              .clock_hz;
+    }
     load_syncs(m, impl);
   } else {
     for (const char* k : {"ops_per_layer", "kernels_per_layer", "ops_per_step", "kernels_per_step", "dispatch_us",
                           "loop_us", "ops_before_layers", "kernels_before_layers", "sync_per_layer",
-                          "ops_before_sync", "kernels_before_sync"})
+                          "ops_before_sync", "kernels_before_sync", "measured_on"})
       if (m.has(k)) m.fail(k, "applies only with dispatch: eager");
+  }
+  if (m.choice("host_ops", {"native", "framework"}, "native") == "framework") {
+    const YAML::Node n = m.node("host_profile");
+    if (!n || !n.IsScalar())
+      m.fail("host_profile", "host_ops: framework needs host_profile: a measured profile's name (scenarios/host-ops/) or path");
+    impl.host_ops = std::make_shared<const HostOpsProfile>(
+        load_host_ops_file(resolve(LibraryKind::host_ops, n.Scalar(), m.file(), m.line_of("host_profile"),
+                                   m.field("host_profile"))));
+  } else if (m.has("host_profile")) {
+    m.fail("host_profile", "applies only with host_ops: framework");
   }
   m.finish();
   return impl;
@@ -57,13 +76,26 @@ void apply_implementation(Deployment& d, const Implementation& impl) {
   if (impl.dispatch_eager) {
     // The host pays the dispatch and the launch call per operator; the GPU pays only its own
     // per-kernel gap (the in-graph latency), since the host-side launch cost is on the dispatch stream.
-    const double op = impl.dispatch_us * 1e-6, launch = d.gpu->host_launch_latency;
+    // Measured on another host: scaled by one core's clock (the target's over the measuring host's).
+    const double target_hz = d.host ? d.host->clock_hz : 0;
+    const double slow = impl.dispatch_clock_hz > 0 && target_hz > 0 ? impl.dispatch_clock_hz / target_hz : 1.0;
+    const double op = impl.dispatch_us * 1e-6 * slow, launch = d.gpu->host_launch_latency;
     d.machine.dispatch_layer_s = impl.ops_per_layer * op + impl.kernels_per_layer * launch;
-    d.machine.dispatch_step_s = impl.ops_per_step * op + impl.kernels_per_step * launch + impl.loop_us * 1e-6;
+    d.machine.dispatch_step_s = impl.ops_per_step * op + impl.kernels_per_step * launch + impl.loop_us * 1e-6 * slow;
     d.machine.dispatch_step_pre_s = impl.ops_before_layers * op + impl.kernels_before_layers * launch;
     d.machine.sync_per_layer = impl.sync_per_layer;
     d.machine.dispatch_layer_pre_sync_s = impl.ops_before_sync * op + impl.kernels_before_sync * launch;
     d.machine.kernel_latency = d.gpu->kernel_latency;
+  }
+  if (impl.host_ops) {
+    HostOpsOnTarget t;
+    t.profile = impl.host_ops;
+    const double measured = impl.host_ops->measured_on.clock_hz, target = d.host ? d.host->clock_hz : 0;
+    t.clock_known = measured > 0 && target > 0;
+    t.clock_ratio = t.clock_known ? target / measured : 1.0;
+    t.cores = d.machine.host_cores;
+    t.dram = d.machine.dram;
+    d.machine.host_ops = std::make_shared<const HostOpsOnTarget>(std::move(t));
   }
 }
 

@@ -4,7 +4,10 @@
 // instead of adjusting efficiencies until a number matches. See docs/scenarios.md and
 // docs/reproductions.md.
 #pragma once
+#include <memory>
+
 #include "model/deployment.hpp"
+#include "model/host_ops.hpp"
 #include "core/yaml_reader.hpp"
 
 namespace kvsim {
@@ -35,6 +38,10 @@ struct Implementation {
                                  // LM head, sampling); generate()'s own loop is loop_us
   double kernels_per_step = 0;
   double dispatch_us = 0;        // host time per operator (Python and framework dispatch), microseconds
+  // The host dispatch_us and loop_us were measured on (`measured_on:`, a host name): they are single-
+  // threaded instruction streams, so they scale to the scenario's host by the ratio of one core's
+  // clocks (HostSpec::clock_hz, the rule of model/host_ops.hpp). 0 = not given or no clock: not scaled.
+  double dispatch_clock_hz = 0;
   // Host time per step of the generation loop around the forward pass (Hugging Face generate():
   // input and cache-position updates, logits processors, stopping criteria), microseconds. It runs
   // on the dispatch stream with the step's once-per-step operators: in the steady state of a loop,
@@ -56,6 +63,11 @@ struct Implementation {
   // included; the rest after.
   bool sync_per_layer = false;
   double ops_before_sync = 0, kernels_before_sync = 0;
+  // How the policy's host phases run (`host_ops:`): `native` (default) as kvsim's own host kernels
+  // (kernels/host/, their calls and pieces declared by the cost model), or `framework` as a framework's
+  // stock operators, costed by a measured host implementation profile (`host_profile:`, a name in
+  // scenarios/host-ops/ or a path; model/host_ops.hpp) for the phases it names.
+  std::shared_ptr<const HostOpsProfile> host_ops;
 };
 
 // Reads the `implementation:` mapping (all fields optional; unknown fields are errors).

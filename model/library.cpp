@@ -26,12 +26,13 @@ std::string kind_label(LibraryKind k) {
     case LibraryKind::model: return "model";
     case LibraryKind::calibration: return "calibration";
     case LibraryKind::trace: return "trace preset";
+    case LibraryKind::host_ops: return "host-ops profile";
   }
   return "?";
 }
 
 std::string kind_dir(LibraryKind k) {
-  static const char* sub[] = {"hardware", "hosts", "models", "calibration", "traces"};
+  static const char* sub[] = {"hardware", "hosts", "models", "calibration", "traces", "host-ops"};
   return library_dir() + "/" + sub[int(k)];
 }
 

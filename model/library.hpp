@@ -13,7 +13,7 @@
 
 namespace kvsim {
 
-enum class LibraryKind { hardware, host, model, calibration, trace };
+enum class LibraryKind { hardware, host, model, calibration, trace, host_ops };
 
 std::string library_dir();
 std::string kind_dir(LibraryKind k);   // e.g. "<library>/hardware"

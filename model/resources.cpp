@@ -24,29 +24,37 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   s.name = std::string(p.name);
   const bool on_host = p.unit == ComputeUnit::host;
   const HostLimits host = on_host ? host_limits(p, m) : HostLimits{};
-  s.latency = on_host && p.lanes > 0 ? host.fixed_s : p.work.launches * m.kernel_latency;
+  s.latency = on_host && host.own_fixed(p) ? host.fixed_s : p.work.launches * m.kernel_latency;
   s.amount.assign(size_t(Resource::count), 0.0);
+  // A framework host phase's rate is measured whole (host_limits): efficiency 1 on the host's ceilings.
+  auto eff = [&](Ceiling c) {
+    if (host.framework && (c == Ceiling::dram || c == Ceiling::host_compute)) return 1.0;
+    return cal.efficiency(p, c, phase_bytes_on(p, c));
+  };
   auto put = [&](Resource r, double amount, Ceiling c) {
-    if (amount > 0) s.amount[size_t(r)] += amount / cal.efficiency(p, c, phase_bytes_on(p, c));
+    if (amount > 0) s.amount[size_t(r)] += amount / eff(c);
   };
   switch (p.unit) {
     case ComputeUnit::tensor: put(Resource::tensor, p.work.flops, Ceiling::tensor); break;
     // Same tensor cores at another rate: count the FLOPs in time-equivalent units of the GEMM rate.
     case ComputeUnit::tensor_act: put(Resource::tensor, p.work.flops * (m.tensor / m.tensor_act), Ceiling::tensor); break;
     case ComputeUnit::simt: put(Resource::simt, p.work.flops, Ceiling::simt); break;
-    case ComputeUnit::host: put(Resource::host_compute, p.work.flops, Ceiling::host_compute); break;
+    case ComputeUnit::host:
+      if (!host.framework) put(Resource::host_compute, p.work.flops, Ceiling::host_compute);
+      break;
   }
   put(Resource::hbm, p.work.hbm_bytes, Ceiling::hbm);
   put(Resource::dram, p.work.dram_bytes, Ceiling::dram);
   put(Resource::h2d, p.work.h2d_bytes, Ceiling::h2d);
   put(Resource::d2h, p.work.d2h_bytes, Ceiling::d2h);
   put(Resource::link, p.work.link_bytes, Ceiling::link);
-  // A host phase on fewer threads than cores: its own rate limit (the roofline's terms, host_limits).
-  if (on_host && p.lanes > 0) {
+  // A host phase on fewer threads than cores, or at a framework's measured rate: its own rate limit
+  // (the roofline's terms, host_limits).
+  if (on_host && host.own_fixed(p)) {
     auto limit = [&](double amount, double rate, Ceiling c) {
-      if (amount > 0) s.min_seconds = std::max(s.min_seconds, amount / (rate * cal.efficiency(p, c, phase_bytes_on(p, c))));
+      if (amount > 0) s.min_seconds = std::max(s.min_seconds, amount / (rate * eff(c)));
     };
-    limit(p.work.flops, host.compute, Ceiling::host_compute);
+    if (!host.framework) limit(p.work.flops, host.compute, Ceiling::host_compute);
     limit(p.work.dram_bytes, host.dram, Ceiling::dram);
   }
   return s;

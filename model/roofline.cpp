@@ -29,6 +29,16 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
 
 HostLimits host_limits(const Phase& p, const Machine& m) {
   HostLimits h;
+  if (m.host_ops) {
+    if (const HostOpsPhase* f = m.host_ops->profile->find(p.name)) {
+      const double instances = std::max(1.0, double(p.repeat));
+      h.framework = true;
+      h.threads = m.host_cores, h.compute = m.host_compute;
+      h.dram = m.host_ops->rate(*f, p.work.dram_bytes / instances, &h.outside);
+      h.fixed_s = instances * m.host_ops->fixed_s(*f);
+      return h;
+    }
+  }
   if (p.lanes <= 0) {
     h.threads = m.host_cores, h.compute = m.host_compute, h.dram = m.dram;
   } else {
@@ -43,8 +53,14 @@ HostLimits host_limits(const Phase& p, const Machine& m) {
 }
 
 PhaseTime roofline(const Phase& p, const Machine& m) {
-  bool outside = false;
-  auto eff = [&](Ceiling c) { return m.calibration->efficiency(p, c, phase_bytes_on(p, c), &outside); };
+  const bool on_host = p.unit == ComputeUnit::host;
+  const HostLimits h = on_host ? host_limits(p, m) : HostLimits{};
+  bool outside = h.outside;
+  // A framework host phase's rate is measured whole (host_limits): efficiency 1 on the host's ceilings.
+  auto eff = [&](Ceiling c) {
+    if (h.framework && (c == Ceiling::dram || c == Ceiling::host_compute)) return 1.0;
+    return m.calibration->efficiency(p, c, phase_bytes_on(p, c), &outside);
+  };
   const Work& w = p.work;
   PhaseTime t{0, Bound::latency, false};
   // Only the ceilings the phase uses are looked up: a curve is never read (or flagged as
@@ -54,27 +70,24 @@ PhaseTime roofline(const Phase& p, const Machine& m) {
     const double s = amount / (ceiling_rate * eff(c));
     if (s > t.seconds) t = {s, b, false};
   };
-  double dram = m.dram, host_fixed = 0;  // a host phase's: its threads' share (host_limits)
   switch (p.unit) {
     case ComputeUnit::tensor: consider(w.flops, m.tensor, Ceiling::tensor, Bound::compute); break;
     case ComputeUnit::tensor_act: consider(w.flops, m.tensor_act, Ceiling::tensor, Bound::compute); break;
     case ComputeUnit::simt: consider(w.flops, m.simt, Ceiling::simt, Bound::compute); break;
-    case ComputeUnit::host: {
-      const HostLimits h = host_limits(p, m);
-      consider(w.flops, h.compute, Ceiling::host_compute, Bound::compute);
-      dram = h.dram, host_fixed = h.fixed_s;
+    case ComputeUnit::host:
+      if (!h.framework) consider(w.flops, h.compute, Ceiling::host_compute, Bound::compute);
       break;
-    }
   }
   consider(w.hbm_bytes, m.hbm, Ceiling::hbm, Bound::hbm);
-  consider(w.dram_bytes, dram, Ceiling::dram, Bound::dram);
+  consider(w.dram_bytes, on_host ? h.dram : m.dram, Ceiling::dram, Bound::dram);
   consider(w.h2d_bytes, m.h2d, Ceiling::h2d, Bound::h2d);
   consider(w.d2h_bytes, m.d2h, Ceiling::d2h, Bound::d2h);
   consider(w.link_bytes, m.link, Ceiling::link, Bound::interconnect);
   // Kernel launches cost GPU time; a host phase that declares its pieces pays the host's measured call
-  // and parallel-region costs for its launches instead (host_limits). Other host and copy phases pay
-  // the GPU's per-kernel latency for theirs, as they always did.
-  const double fixed = p.lanes > 0 && p.unit == ComputeUnit::host ? host_fixed : w.launches * m.kernel_latency;
+  // and parallel-region costs for its launches instead, and a framework host phase its measured fixed
+  // time per layer (host_limits). Other host and copy phases pay the GPU's per-kernel latency for
+  // theirs, as they always did.
+  const double fixed = on_host && h.own_fixed(p) ? h.fixed_s : w.launches * m.kernel_latency;
   if (fixed > t.seconds) t.bound = Bound::latency;
   t.seconds += fixed;
   t.extrapolated = outside;

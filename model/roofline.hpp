@@ -8,6 +8,7 @@
 #include "core/dtype.hpp"
 #include "model/hardware.hpp"
 #include "model/host.hpp"
+#include "model/host_ops.hpp"
 #include "model/phase.hpp"
 
 namespace kvsim {
@@ -40,6 +41,9 @@ struct Machine {
   bool sync_per_layer = false;
   double dispatch_layer_pre_sync_s = 0, dispatch_step_pre_s = 0;
   bool has_dispatch() const { return dispatch_layer_s > 0 || dispatch_step_s > 0; }
+  // Host phases run as framework operators (model/host_ops.hpp): the measured profile scaled to this
+  // host. Null = every host phase runs as native kernels.
+  std::shared_ptr<const HostOpsOnTarget> host_ops;
   const Calibration* calibration = nullptr;
 };
 
@@ -61,8 +65,17 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
 //               threads > 1
 // A phase that declares no pieces is costed as before: every core, the whole DRAM bandwidth, and its
 // launches at the GPU's kernel latency.
+// A phase the machine's framework profile names (Machine::host_ops) is costed by it instead
+// (`framework`): every core, fixed_s = repeat x the profile's scaled fixed time per layer, and `dram` the
+// profile's scaled data rate for the bytes of one instance, reached at efficiency 1 (the rate is
+// measured: no calibration efficiency applies on top) with no separate compute term (the measured time
+// includes the operators' arithmetic).
 struct HostLimits {
   double threads = 1, compute = 0, dram = 0, fixed_s = 0;
+  bool framework = false;
+  bool outside = false;  // framework: the profile's rate read outside its measured bytes
+  // Whether the phase pays these fixed costs instead of GPU kernel latencies for its launches.
+  bool own_fixed(const Phase& p) const { return framework || p.lanes > 0; }
 };
 HostLimits host_limits(const Phase& p, const Machine& m);
 

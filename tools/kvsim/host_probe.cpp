@@ -61,6 +61,40 @@ double gemm_flops(int threads, double seconds) {
   return best;
 }
 
+// One core's clock: a chain of dependent integer adds retires one add per cycle (latency 1 on every
+// x86-64 and AArch64 core), so adds per second are cycles per second, at whatever turbo one busy core
+// reaches. Eight adds per loop iteration keep the loop's own counter and branch off the chain's
+// critical path. Best of repeats (a shared machine only ever slows it down). 0 where not measured.
+double core_clock_hz(double seconds) {
+#if defined(__x86_64__) || defined(__aarch64__)
+  const long iterations = 1 << 22;
+  double best = 0;
+  const double until = now() + seconds;
+  int reps = 0;
+  while (reps < 5 || (now() < until && reps < 200)) {
+    unsigned long x = 0;
+    const unsigned long one = 1;
+    const double t0 = now();
+    for (long i = 0; i < iterations; ++i) {
+#if defined(__x86_64__)
+#define KVSIM_ADD asm volatile("add %1, %0" : "+r"(x) : "r"(one))
+#else
+#define KVSIM_ADD asm volatile("add %0, %0, %1" : "+r"(x) : "r"(one))
+#endif
+      KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD;
+#undef KVSIM_ADD
+    }
+    const double t = now() - t0;
+    if (x == 8ul * iterations && t > 0) best = std::max(best, 8.0 * iterations / t);
+    ++reps;
+  }
+  return best;
+#else
+  (void)seconds;
+  return 0;
+#endif
+}
+
 double mem_total_gib() {
   std::ifstream in("/proc/meminfo");
   std::string key;
@@ -90,6 +124,8 @@ HostMeasurement measure_host(double seconds, size_t triad_array_bytes) {
   h.dram_bandwidth = triad_bandwidth(h.threads, seconds, triad_array_bytes);
   std::fprintf(stderr, "kvsim host probe: measuring fp32 GEMM...\n");
   h.fp32 = gemm_flops(h.threads, seconds);
+  std::fprintf(stderr, "kvsim host probe: measuring one core's clock...\n");
+  h.clock_hz = core_clock_hz(std::min(seconds, 2.0));
   h.cpu = cpu_model();
   return h;
 }
@@ -98,19 +134,20 @@ std::string probe_host_yaml(const std::string& name, double seconds) {
   const HostMeasurement h = measure_host(seconds);
   const int threads = h.threads;
   const double bw = h.dram_bandwidth, flops = h.fp32;
-  char buf[2048];
+  char buf[2560];
   std::snprintf(buf, sizeof buf,
                 "# Host profile measured by `kvsim host probe` on this machine (%s).\n"
                 "name: %s\n"
                 "description: %s, %d cores (measured profile)\n"
                 "sockets: 1                  # estimate: assumed 1 (kvsim host probe does not detect sockets)\n"
                 "cores: %d                   # measured: std::thread::hardware_concurrency()\n"
+                "clock_ghz: %.2f            # measured: one thread's chain of dependent adds (one per cycle), best of repeats\n"
                 "dram:\n"
                 "  capacity_gib: %.1f       # measured: MemTotal in /proc/meminfo\n"
                 "  bandwidth_gbs: %.1f      # measured: STREAM triad over 3 x 512 MiB arrays on %d threads, best of repeats\n"
                 "compute:\n"
                 "  fp32_gflops: %.1f        # measured: Eigen sgemm 512^3 on %d threads at once, best of repeats\n",
-                cpu_model().c_str(), name.c_str(), cpu_model().c_str(), threads, threads, mem_total_gib(), bw / 1e9,
+                cpu_model().c_str(), name.c_str(), cpu_model().c_str(), threads, threads, h.clock_hz / 1e9, mem_total_gib(), bw / 1e9,
                 threads, flops / 1e9, threads);
   return buf;
 }

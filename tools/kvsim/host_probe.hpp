@@ -12,6 +12,7 @@ namespace kvsim {
 struct HostMeasurement {
   int threads = 1;
   double dram_bandwidth = 0, fp32 = 0;
+  double clock_hz = 0;  // one core's clock with one thread busy (0 = not measured on this ISA)
   std::string cpu;
 };
 // `seconds` bounds each measurement; the triad arrays are `triad_array_bytes` each (far above the LLC).

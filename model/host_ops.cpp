@@ -1,0 +1,86 @@
+#include "model/host_ops.hpp"
+
+#include <algorithm>
+
+#include "core/format.hpp"
+#include "core/units.hpp"
+#include "core/yaml_reader.hpp"
+#include "model/library.hpp"
+
+namespace kvsim {
+
+namespace {
+HostOpsPhase read_phase(YamlMap m, const std::string& name) {
+  HostOpsPhase p;
+  p.name = name;
+  p.ops_per_layer = m.number("ops_per_layer", Range::between(0, 1e5), 0.0);
+  p.fixed_s = m.number("fixed_us", Range::between(0, 1e7)) * 1e-6;
+  const YAML::Node pts = m.node("points");
+  if (!pts || !pts.IsSequence() || pts.size() == 0)
+    m.fail("points", "must be a non-empty list of [bytes per layer, GB/s per thread] pairs");
+  auto& curve = p.rate_per_thread.points;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const std::string key = "points[" + std::to_string(i) + "]";
+    if (!pts[i].IsSequence() || pts[i].size() != 2) m.fail(key, "must be a pair [bytes per layer, GB/s per thread]");
+    const double x = m.parse_number(pts[i][0], key + ".bytes", Range::positive());
+    const double r = m.parse_number(pts[i][1], key + ".gbs_per_thread", Range::positive(1e4)) * kGB;
+    if (!curve.empty() && x <= curve.back().first)
+      m.fail(key, "bytes = " + format_number(x) + " must be greater than the previous point's " +
+                      format_number(curve.back().first) + " (points sorted by bytes, each once)");
+    curve.emplace_back(x, r);
+  }
+  m.finish();
+  return p;
+}
+}  // namespace
+
+const HostOpsPhase* HostOpsProfile::find(std::string_view phase) const {
+  for (const auto& p : phases)
+    if (p.name == phase) return &p;
+  return nullptr;
+}
+
+HostOpsProfile load_host_ops_file(const std::string& path) {
+  YamlMap m(load_yaml_file(path), path, "");
+  HostOpsProfile h;
+  h.file = path;
+  (void)m.choice("schema", {"kvsim.host_profile/1"});
+  h.name = m.string("name");
+  h.framework = m.string("framework", "");
+  const YAML::Node on = m.node("measured_on");
+  if (!on || !on.IsScalar()) m.fail("measured_on", "expected the name of the host it was measured on (scenarios/hosts/)");
+  h.measured_on = load_host_file(resolve(LibraryKind::host, on.Scalar(), path, m.line_of("measured_on"),
+                                         m.field("measured_on")));
+  h.threads = int(m.integer("threads", Range::between(1, 4096)));
+  (void)m.number("dram_gbs", Range::positive(1e5), 0.0);  // the measurement's own ceiling, for the record
+  const YAML::Node phases = m.node("phases");
+  if (!phases || !phases.IsMap() || phases.size() == 0)
+    m.fail("phases", "must map at least one host phase name to its ops_per_layer, fixed_us and points");
+  for (const auto& kv : phases) {
+    const std::string name = kv.first.as<std::string>();
+    if (!kv.second.IsMap()) m.fail("phases." + name, "expected a mapping (ops_per_layer, fixed_us, points)");
+    h.phases.push_back(read_phase(YamlMap(kv.second, path, "phases." + name), name));
+  }
+  m.finish();
+  return h;
+}
+
+double HostOpsOnTarget::rate(const HostOpsPhase& p, double bytes, bool* outside) const {
+  const double per_thread = p.rate_per_thread.at(bytes, outside) * clock_ratio;
+  return std::min(dram, cores * per_thread);
+}
+
+std::string host_ops_note(const HostOpsOnTarget& t) {
+  const HostOpsProfile& p = *t.profile;
+  std::string names;
+  for (const auto& ph : p.phases) names += (names.empty() ? "" : ", ") + ph.name;
+  std::string s = "host phases " + names + " run as framework operators (" + p.name + ": " + p.framework +
+                  ", measured on " + p.measured_on.name + " with " + std::to_string(p.threads) +
+                  " threads), scaled to " + format_number(t.cores) + " cores, " + format_number(t.dram / kGB) +
+                  " GB/s of DRAM and ";
+  s += t.clock_known ? "a clock " + fmt("%.2f", t.clock_ratio) + "x the measuring host's"
+                     : "the measuring host's clock (a clock_ghz is missing, so not scaled by clock)";
+  return s;
+}
+
+}  // namespace kvsim

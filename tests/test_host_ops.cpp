@@ -1,0 +1,140 @@
+// Host phases run as framework operators (model/host_ops.hpp): a measured profile, scaled to the target
+// host by cores, clock and DRAM bandwidth, costs the phases it names in the roofline and the simulator.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "model/implementation.hpp"
+#include "model/resources.hpp"
+#include "model/roofline.hpp"
+#include "sim/step_graph.hpp"
+#include "tests/test_util.hpp"
+
+namespace kvsim {
+namespace {
+
+// A profile measured on a 2-core host at 4 GHz: 100 us per layer fixed, and 1 GB/s per thread at
+// 1 MB per layer falling to 0.5 GB/s at 4 MB.
+std::shared_ptr<const HostOpsProfile> profile(double measured_clock_hz) {
+  auto p = std::make_shared<HostOpsProfile>();
+  p->name = "test";
+  p->measured_on.clock_hz = measured_clock_hz;
+  p->threads = 2;
+  HostOpsPhase ph;
+  ph.name = "cpu_rerank";
+  ph.fixed_s = 100e-6;
+  ph.rate_per_thread.points = {{1e6, 1e9}, {4e6, 0.5e9}};
+  p->phases.push_back(ph);
+  return p;
+}
+
+Machine target(double cores, double dram, double clock_ratio, const Calibration& cal) {
+  Machine m;
+  m.host_cores = cores;
+  m.host_compute = cores * 10e9;
+  m.dram = dram;
+  m.calibration = &cal;
+  HostOpsOnTarget t;
+  t.profile = profile(4e9);
+  t.clock_ratio = clock_ratio;
+  t.clock_known = true;
+  t.cores = cores;
+  t.dram = dram;
+  m.host_ops = std::make_shared<const HostOpsOnTarget>(t);
+  return m;
+}
+
+Phase rerank(double bytes_per_layer, double layers) {
+  Phase p{"cpu_rerank", PhaseKind::host_kernel, Device::cpu, ComputeUnit::host,
+          {.flops = 1e12, .dram_bytes = bytes_per_layer * layers, .launches = 1e6}};
+  p.stream = Stream::host;
+  p.repeat = float(layers);
+  p.lanes = 8;  // the native reading's pieces: ignored for a framework phase
+  return p;
+}
+
+// 32 layers of 1 MB on 56 cores at the measured clock: 56 x 1 GB/s caps nothing at 300 GB/s of DRAM,
+// so each layer pays 100 us + 1 MB / 56 GB/s. The FLOPs and the million calls of the native reading
+// are not charged: the measured time holds the operators' arithmetic and their calls.
+TEST(HostOps, AFrameworkPhasePaysItsMeasuredFixedTimePerLayerAndItsPerThreadRateOnEveryCore) {
+  Calibration cal;
+  const Machine m = target(56, 300e9, 1.0, cal);
+  const PhaseTime t = roofline(rerank(1e6, 32), m);
+  EXPECT_DOUBLE_EQ(t.seconds, 32 * 1e6 / 56e9 + 32 * 100e-6);
+  EXPECT_EQ(t.bound, Bound::latency);
+  EXPECT_FALSE(t.extrapolated);
+  // On 2 cores the same work is bound by the two threads' rate.
+  const PhaseTime two = roofline(rerank(1e6, 32), target(2, 300e9, 1.0, cal));
+  EXPECT_DOUBLE_EQ(two.seconds, 32 * 1e6 / 2e9 + 32 * 100e-6);
+  EXPECT_EQ(two.bound, Bound::dram);
+  // 4 MB per layer: the rate falls to 0.5 GB/s per thread, as measured.
+  EXPECT_DOUBLE_EQ(roofline(rerank(4e6, 1), target(2, 300e9, 1.0, cal)).seconds, 4e6 / 1e9 + 100e-6);
+}
+
+// The scaling rule: a core twice as fast halves the fixed time and doubles each thread's rate; the
+// host's DRAM bandwidth caps the rate however many cores there are.
+TEST(HostOps, TheProfileScalesByClockAndCoresAndIsCappedByDram) {
+  Calibration cal;
+  EXPECT_DOUBLE_EQ(roofline(rerank(1e6, 1), target(2, 300e9, 2.0, cal)).seconds, 1e6 / 4e9 + 50e-6);
+  EXPECT_DOUBLE_EQ(roofline(rerank(1e6, 1), target(1000, 100e9, 1.0, cal)).seconds, 1e6 / 100e9 + 100e-6);
+  // Read outside the measured bytes, the end value applies and the phase is flagged extrapolated.
+  EXPECT_TRUE(roofline(rerank(16e6, 1), target(2, 300e9, 1.0, cal)).extrapolated);
+  // A phase the profile does not name keeps the native costs (here: no lanes, every core, 300 GB/s).
+  Phase other = rerank(1e6, 1);
+  other.name = "cpu_attention";
+  other.lanes = 0;
+  other.work.launches = 0;
+  EXPECT_DOUBLE_EQ(roofline(other, target(2, 300e9, 1.0, cal)).seconds, 1e12 / 20e9);
+}
+
+// Alone in the simulator, a framework phase takes exactly its roofline time.
+TEST(HostOps, AFrameworkPhaseAloneInTheSimulatorTakesItsRoofline) {
+  Calibration cal;
+  const Machine m = target(56, 300e9, 1.2, cal);
+  const Phase p = rerank(3e6, 32);
+  const double rt = roofline(p, m).seconds;
+  sim::StepGraph g(size_t(sim::Resource::count));
+  g.add_phase(sim::to_sim_phase(p, m));
+  EXPECT_NEAR(g.run(sim::capacities(m)).makespan, rt, rt * 1e-12);
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Bad profiles are errors naming the file and field: unsorted points, a host that does not exist, a
+// framework scenario without a profile.
+TEST(HostOps, BadProfilesAreErrorsThatNameTheFieldAndTheValue) {
+  const std::string head = "schema: kvsim.host_profile/1\nname: t\nmeasured_on: ci-2core\nthreads: 2\nphases:\n";
+  const std::string good = write("kvsim_host_ops_good.yaml", head + "  cpu_rerank: {fixed_us: 10, points: [[1, 1], [2, 1]]}\n");
+  const HostOpsProfile p = load_host_ops_file(good);
+  ASSERT_NE(p.find("cpu_rerank"), nullptr);
+  EXPECT_GT(p.measured_on.clock_hz, 0);  // ci-2core's measured clock
+  EXPECT_EQ(p.find("cpu_attention"), nullptr);
+  const std::string unsorted = write("kvsim_host_ops_unsorted.yaml", head + "  cpu_rerank: {fixed_us: 10, points: [[2, 1], [1, 1]]}\n");
+  try {
+    load_host_ops_file(unsorted);
+    FAIL() << "unsorted points accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("phases.cpu_rerank.points[1]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(unsorted), std::string::npos) << e.what();
+  }
+  const std::string nohost = write("kvsim_host_ops_nohost.yaml",
+                                   "schema: kvsim.host_profile/1\nname: t\nmeasured_on: no-such-host\nthreads: 2\nphases:\n"
+                                   "  cpu_rerank: {fixed_us: 10, points: [[1, 1]]}\n");
+  EXPECT_THROW(load_host_ops_file(nohost), InputError);
+  const YAML::Node impl = YAML::Load("host_ops: framework\n");
+  try {
+    load_implementation(YamlMap(impl, "s.yaml", "implementation"));
+    FAIL() << "framework without a profile accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("implementation.host_profile"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvsim
