@@ -44,15 +44,15 @@ HostLimits host_limits(const Phase& p, const Machine& m) {
 
 PhaseTime roofline(const Phase& p, const Machine& m) {
   bool outside = false;
-  auto eff = [&](Ceiling c) { return m.calibration->efficiency(p, c, phase_bytes_on(p, c), &outside); };
   const Work& w = p.work;
-  PhaseTime t{0, Bound::latency, false};
+  PhaseTime t;
   // Only the ceilings the phase uses are looked up: a curve is never read (or flagged as
   // extrapolated) for a tier the phase does not touch.
   auto consider = [&](double amount, double ceiling_rate, Ceiling c, Bound b) {
     if (amount <= 0) return;
-    const double s = amount / (ceiling_rate * eff(c));
-    if (s > t.seconds) t = {s, b, false};
+    bool curve = false;
+    const double s = amount / (ceiling_rate * m.calibration->efficiency(p, c, phase_bytes_on(p, c), &outside, &curve));
+    if (s > t.seconds) t.seconds = s, t.bound = b, t.ceiling = c, t.curve = curve;
   };
   double dram = m.dram, host_fixed = 0;  // a host phase's: its threads' share (host_limits)
   switch (p.unit) {
