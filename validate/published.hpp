@@ -19,7 +19,8 @@
 //   gemv                                gemm       hbm      bytes      the n x k weights + vectors
 //   gemm below the GPU's ridge          gemm       hbm      bytes      n x k weights + m x k in + m x n out
 //   gemm above it                       gemm       tensor   bytes      the same bytes (x); 2mnk FLOPs / tensor peak
-//   topk                                select     hbm      bytes      rows x n fp32 scores
+//   topk                                select     hbm      bytes      rows x (2 n + k) x 4: the fp32 scores read
+//                                                                      twice, k indices written (blocks.hpp select)
 //   launch                              (reported next to the hardware file's launch latency)
 //
 // Per GPU and curve, the fit is a saturating curve e(x) = e_max x / (x + x_half) — small work cannot
