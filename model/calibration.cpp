@@ -11,6 +11,18 @@ Calibration::Calibration() {
   for (auto& e : per_kind) e.of.fill(1.0);
 }
 
+std::string Calibration::constant_source(PhaseKind k, Ceiling c) const {
+  const std::string& from = constants_from[size_t(c)].empty() ? name : constants_from[size_t(c)];
+  const std::string ceiling(kCeilingNames[size_t(c)]);
+  switch (origin[size_t(k)][size_t(c)]) {
+    case ConstantOrigin::builtin: return from + " (unset: the roofline's 1.0)";
+    case ConstantOrigin::efficiency_default: return from + " efficiency." + ceiling;
+    case ConstantOrigin::phases_override: return from + " phases." + std::string(to_string(k)) + "." + ceiling;
+    case ConstantOrigin::measured: return from + " phases." + std::string(to_string(k)) + "." + ceiling + " (measured)";
+  }
+  return from;
+}
+
 double EfficiencyCurve::at(double x, bool* outside) const {
   const bool below = x < points.front().first, above = x > points.back().first;
   if (outside) *outside = below || above;
@@ -48,8 +60,10 @@ double phase_bytes_on(const Phase& p, Ceiling c) {
   return p.repeat > 0 ? b / p.repeat : b;
 }
 
-double Calibration::efficiency(const Phase& p, Ceiling c, double bytes_per_instance, bool* outside_out) const {
+double Calibration::efficiency(const Phase& p, Ceiling c, double bytes_per_instance, bool* outside_out,
+                               bool* from_curve) const {
   const EfficiencyCurve* cv = curve_for(p, c);
+  if (from_curve) *from_curve = cv != nullptr;
   if (!cv) return efficiency(p.kind, c, p.run_bytes);
   // A phase with no gather runs (run_bytes 0) moves one contiguous block: the longest run measured
   // stands for it, which is not an extrapolation.
@@ -79,10 +93,13 @@ E enum_of(const std::array<std::string_view, N>& names, const std::string& s) {
   return E(std::find(names.begin(), names.end(), s) - names.begin());
 }
 
-// Reads any ceilings present in `m` into `e` (absent ones keep their current value).
-void read_efficiency(YamlMap m, Efficiency& e) {
+// Reads any ceilings present in `m` into `e` (absent ones keep their current value); marks those
+// present with `origin` in `o`.
+void read_efficiency(YamlMap m, Efficiency& e, std::array<ConstantOrigin, size_t(Ceiling::count)>& o,
+                     ConstantOrigin origin) {
   for (size_t i = 0; i < kCeilingNames.size(); ++i) {
     const std::string key(kCeilingNames[i]);
+    if (m.has(key)) o[i] = origin;
     e.of[i] = m.number(key, Range{0, 1, true}, e.of[i]);
   }
   m.finish();
@@ -120,16 +137,22 @@ Calibration load_calibration(YamlMap m) {
   (void)schema;
   c.name = m.string("name");
   c.description = m.string("description", "");
+  // `kvsim validate` writes phases_measured: true over the constants it measured.
+  const bool phases_measured = m.boolean("phases_measured", false);
   Efficiency defaults;
   defaults.of.fill(1.0);
-  if (m.has("efficiency")) read_efficiency(m.map("efficiency"), defaults);
+  std::array<ConstantOrigin, size_t(Ceiling::count)> default_origin{};
+  if (m.has("efficiency")) read_efficiency(m.map("efficiency"), defaults, default_origin, ConstantOrigin::efficiency_default);
   else m.node("efficiency");
   for (auto& e : c.per_kind) e = defaults;
+  for (auto& o : c.origin) o = default_origin;
   if (m.has("phases")) {
     YamlMap phases = m.map("phases");
     for (size_t k = 0; k < kPhaseKindNames.size(); ++k) {
       const std::string key(kPhaseKindNames[k]);
-      if (phases.has(key)) read_efficiency(phases.map(key), c.per_kind[k]);
+      if (phases.has(key))
+        read_efficiency(phases.map(key), c.per_kind[k], c.origin[k],
+                        phases_measured ? ConstantOrigin::measured : ConstantOrigin::phases_override);
       else phases.node(key);
     }
     phases.finish();
@@ -189,10 +212,16 @@ Calibration combine_calibrations(const Calibration& gpu_side, const Calibration&
   c.description = std::move(description);
   c.calibrated = gpu_side.calibrated || host_side.calibrated;
   for (size_t k = 0; k < c.per_kind.size(); ++k)
-    for (size_t cl = 0; cl < size_t(Ceiling::count); ++cl)
-      c.per_kind[k].of[cl] = (is_host_ceiling(Ceiling(cl)) ? host_side : gpu_side).per_kind[k].of[cl];
-  for (size_t cl = 0; cl < size_t(Ceiling::count); ++cl)
-    c.half_run_bytes[cl] = (is_host_ceiling(Ceiling(cl)) ? host_side : gpu_side).half_run_bytes[cl];
+    for (size_t cl = 0; cl < size_t(Ceiling::count); ++cl) {
+      const Calibration& side = is_host_ceiling(Ceiling(cl)) ? host_side : gpu_side;
+      c.per_kind[k].of[cl] = side.per_kind[k].of[cl];
+      c.origin[k][cl] = side.origin[k][cl];
+    }
+  for (size_t cl = 0; cl < size_t(Ceiling::count); ++cl) {
+    const Calibration& side = is_host_ceiling(Ceiling(cl)) ? host_side : gpu_side;
+    c.half_run_bytes[cl] = side.half_run_bytes[cl];
+    c.constants_from[cl] = side.constants_from[cl].empty() ? side.name : side.constants_from[cl];
+  }
   c.host_threads = host_side.host_threads;
   for (const auto& cv : gpu_side.curves)
     if (!is_host_ceiling(cv.ceiling)) c.curves.push_back(cv);

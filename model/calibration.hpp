@@ -67,6 +67,13 @@ struct HostThreads {
   bool measured() const { return call_s > 0 || region_s > 0 || core_dram > 0; }
 };
 
+// Where a constant efficiency (per kind and ceiling) came from: the built-in 1.0 (no field set it), the
+// file's `efficiency:` defaults, its `phases:` overrides written by hand, or `phases:` overrides that
+// `kvsim validate` measured (the file says `phases_measured: true`). Only the last is a measurement; a
+// GPU phase whose binding ceiling runs at any other constant, with no curve, is flagged as unmeasured
+// in the plan (PlanResult::unmeasured_phases).
+enum class ConstantOrigin : uint8_t { builtin, efficiency_default, phases_override, measured };
+
 struct Calibration {
   std::string name = "roofline";
   std::string description = "uncalibrated: every efficiency 1.0 (the roofline bound)";
@@ -81,6 +88,10 @@ struct Calibration {
   std::array<double, size_t(Ceiling::count)> half_run_bytes{};
   std::vector<EfficiencyCurve> curves;
   HostThreads host_threads;  // `host_threads:` (host side)
+  std::array<std::array<ConstantOrigin, size_t(Ceiling::count)>, size_t(PhaseKind::count)> origin{};
+  // The calibration each ceiling's constants were read from (empty: this one, `name`;
+  // combine_calibrations keeps the GPU side's for GPU ceilings and the host side's for host ceilings).
+  std::array<std::string, size_t(Ceiling::count)> constants_from;
 
   Calibration();  // all 1.0
   const Efficiency& operator[](PhaseKind k) const { return per_kind[size_t(k)]; }
@@ -93,8 +104,17 @@ struct Calibration {
   }
   // Efficiency of ceiling c for phase p: the curve for p's name and kind, else the curve for p's kind,
   // else the constant with the gather penalty. `bytes_per_instance` is the x of a `bytes` curve.
-  // *outside (when given) says whether a curve was read outside its measured range (extrapolated).
-  double efficiency(const Phase& p, Ceiling c, double bytes_per_instance, bool* outside = nullptr) const;
+  // *outside (when given) says whether a curve was read outside its measured range (extrapolated);
+  // *from_curve (when given) whether a curve gave the efficiency (false: the constant).
+  double efficiency(const Phase& p, Ceiling c, double bytes_per_instance, bool* outside = nullptr,
+                    bool* from_curve = nullptr) const;
+  // Whether the constant of kind k on ceiling c is a measurement (ConstantOrigin::measured).
+  bool constant_measured(PhaseKind k, Ceiling c) const {
+    return origin[size_t(k)][size_t(c)] == ConstantOrigin::measured;
+  }
+  // Where that constant came from, in words: "<calibration> phases.<kind>.<ceiling>",
+  // "<calibration> efficiency.<ceiling>", or "<calibration> (no value: the roofline's 1.0)".
+  std::string constant_source(PhaseKind k, Ceiling c) const;
   // The curve that applies to phase p on ceiling c, or nullptr.
   const EfficiencyCurve* curve_for(const Phase& p, Ceiling c) const;
 };

@@ -40,7 +40,7 @@ double sum_phases(const Deployment& d, const PhaseList& phases, std::string_view
   for (const Phase& ph : phases) {
     const PhaseTime t = roofline(ph, d.machine);
     total += t.seconds;
-    if (out) out->push_back({ph, stage, t.seconds, t.bound, t.extrapolated});
+    if (out) out->push_back({ph, stage, t.seconds, t.bound, t.extrapolated, t.ceiling, t.curve});
   }
   return total;
 }
@@ -236,6 +236,20 @@ std::vector<std::string> PlanResult::extrapolated_phases() const {
       if (p.extrapolated && std::find(names.begin(), names.end(), p.phase.name) == names.end())
         names.emplace_back(p.phase.name);
   return names;
+}
+
+std::vector<UnmeasuredPhase> PlanResult::unmeasured_phases(const Calibration& cal) const {
+  std::vector<UnmeasuredPhase> out;
+  if (!cal.calibrated) return out;
+  for (const auto* list : {&prefill, &decode})
+    for (const PhaseResult& p : *list) {
+      const Ceiling c = p.ceiling;
+      if (c == Ceiling::count || p.curve || is_host_ceiling(c) || cal.constant_measured(p.phase.kind, c)) continue;
+      if (std::any_of(out.begin(), out.end(), [&](const UnmeasuredPhase& u) { return u.name == p.phase.name; })) continue;
+      out.push_back({p.phase.name, p.stage, p.phase.kind, c, cal[p.phase.kind][c],
+                     cal.efficiency(p.phase.kind, c, p.phase.run_bytes), cal.constant_source(p.phase.kind, c)});
+    }
+  return out;
 }
 
 std::vector<PlanResult> plan_scenario(const Scenario& s, const Deployment& d, const Policy& full_kv) {

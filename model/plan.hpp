@@ -25,6 +25,21 @@ struct PhaseResult {
   double seconds = 0;
   Bound bound = Bound::latency;
   bool extrapolated = false;  // its efficiency was read outside a calibration curve's measured range
+  // The ceiling of its largest work term (Ceiling::count: none) and whether that ceiling's efficiency
+  // came from a curve (PhaseTime).
+  Ceiling ceiling = Ceiling::count;
+  bool curve = false;
+};
+
+// A GPU-side phase whose binding ceiling ran at a constant fallback efficiency: no curve (published
+// fit for its GPU or architecture, or measured by kvsim validate) and no measured constant covers it.
+struct UnmeasuredPhase {
+  std::string_view name, stage;
+  PhaseKind kind = PhaseKind::gemm;
+  Ceiling ceiling = Ceiling::hbm;
+  double constant = 1;    // the kind's constant on that ceiling
+  double efficiency = 1;  // what the phase ran at: the constant times any gather run-length estimate
+  std::string from;       // where the constant came from (Calibration::constant_source)
 };
 
 struct MemoryReport {
@@ -73,6 +88,10 @@ struct PlanResult {
   double bound_tpot_s = 0, bound_ttft_s = 0, bound_throughput_tok_s = 0;
   // Names of the phases whose efficiency was extrapolated beyond a curve's measured range.
   std::vector<std::string> extrapolated_phases() const;
+  // The GPU-side phases (binding ceiling not a host one) that ran at a fallback constant under `cal`,
+  // the calibration the plan was made with: none when `cal` is uncalibrated (the whole plan is then
+  // the roofline bound, and says so). Each name once, prefill before decode.
+  std::vector<UnmeasuredPhase> unmeasured_phases(const Calibration& cal) const;
 };
 
 // Memory only: the per-tier footprint at `batch` (0 = max) and the max batch.

@@ -56,6 +56,34 @@ void index_line(std::ostream& o, const PlanResult& r) {
   o << "\n";
 }
 
+// The phases a fallback constant timed (PlanResult::unmeasured_phases), one entry each.
+std::string unmeasured_text(const UnmeasuredPhase& u) {
+  std::string t = std::string(u.name) + " (" + std::string(to_string(u.kind)) + "/" +
+                  std::string(kCeilingNames[size_t(u.ceiling)]) + ": constant " + fmt("%.2f", u.constant) + " from " + u.from;
+  if (u.efficiency != u.constant) t += ", x" + fmt("%.2f", u.efficiency / u.constant) + " gather run-length estimate";
+  return t + ")";
+}
+
+void unmeasured_line(std::ostream& o, const std::vector<UnmeasuredPhase>& un) {
+  if (un.empty()) return;
+  o << "    unmeasured (fallback efficiency, no kernel measurement):";
+  for (size_t i = 0; i < un.size(); ++i) o << (i ? "; " : " ") << unmeasured_text(un[i]);
+  o << "\n";
+}
+
+nlohmann::json unmeasured_json(const std::vector<UnmeasuredPhase>& un) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const UnmeasuredPhase& u : un)
+    a.push_back({{"name", std::string(u.name)},
+                 {"stage", std::string(u.stage)},
+                 {"kind", std::string(to_string(u.kind))},
+                 {"ceiling", std::string(kCeilingNames[size_t(u.ceiling)])},
+                 {"constant", u.constant},
+                 {"efficiency", u.efficiency},
+                 {"from", u.from}});
+  return a;
+}
+
 }  // namespace
 
 nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& results) {
@@ -149,6 +177,7 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
     json ex = json::array();
     for (const auto& n : r.extrapolated_phases()) ex.push_back(n);
     e["extrapolated_phases"] = ex;
+    e["unmeasured_phases"] = unmeasured_json(r.unmeasured_phases(s.calibration));
     e["notes"] = r.notes;
     arr.push_back(e);
   }
@@ -221,6 +250,7 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
       for (const auto& n : ex) o << " " << n;
       o << "\n";
     }
+    unmeasured_line(o, r.unmeasured_phases(s.calibration));
     for (const auto& n : r.notes) o << "    note: " << n << "\n";
   }
   return o.str();
@@ -230,7 +260,7 @@ std::string plan_csv(const Scenario& s, const std::vector<PlanResult>& results) 
   std::ostringstream o;
   o << "policy,params,context_tokens,output_tokens,batch,feasible,reason,tpot_ms,ttft_ms,throughput_tok_s,"
        "dominant_bound,hbm_bytes,dram_bytes,kv_hbm_bytes,kv_dram_bytes,max_batch,throughput_vs_full,kv_hbm_per_seq_vs_full,"
-       "bound_tpot_ms,bound_ttft_ms,bound_throughput_tok_s,extrapolated_phases,tensor_parallel,index_hbm_bytes,"
+       "bound_tpot_ms,bound_ttft_ms,bound_throughput_tok_s,extrapolated_phases,unmeasured_phases,tensor_parallel,index_hbm_bytes,"
        "index_hbm_bytes_per_seq_layer,at_full_batch,at_full_batch_tpot_ms,at_full_batch_throughput_tok_s,"
        "at_full_batch_throughput_vs_full\n";
   char buf[64];
@@ -250,9 +280,13 @@ std::string plan_csv(const Scenario& s, const std::vector<PlanResult>& results) 
       << "," << (r.has_bound ? num(r.bound_throughput_tok_s) : "") << ",";
     std::string ex;
     for (const auto& n : r.extrapolated_phases()) ex += (ex.empty() ? "" : ";") + n;
+    std::string un;
+    for (const UnmeasuredPhase& u : r.unmeasured_phases(s.calibration))
+      un += (un.empty() ? "" : ";") + std::string(u.name) + "=" + std::string(to_string(u.kind)) + "/" +
+            std::string(kCeilingNames[size_t(u.ceiling)]) + "@" + fmt("%.4g", u.efficiency);
     const PlanResult::AtBatch& a = r.at_full_batch;
     const bool at = r.has_at_full_batch && a.feasible;
-    o << csv_field(ex) << "," << s.workload.tensor_parallel << "," << num(r.memory.index_hbm_bytes) << ","
+    o << csv_field(ex) << "," << csv_field(un) << "," << s.workload.tensor_parallel << "," << num(r.memory.index_hbm_bytes) << ","
       << num(r.memory.index_hbm_bytes_per_seq_layer) << "," << (r.has_at_full_batch ? std::to_string(a.batch) : "")
       << "," << (at ? num(a.tpot_s * 1e3) : "") << "," << (at ? num(a.throughput_tok_s) : "") << ","
       << (at ? num(a.throughput_vs_full) : "") << "\n";

@@ -56,19 +56,21 @@ PhaseTime roofline(const Phase& p, const Machine& m) {
   const bool on_host = p.unit == ComputeUnit::host;
   const HostLimits h = on_host ? host_limits(p, m) : HostLimits{};
   bool outside = h.outside;
-  // A framework host phase's rate is measured whole (host_limits): efficiency 1 on the host's ceilings.
-  auto eff = [&](Ceiling c) {
-    if (h.framework && (c == Ceiling::dram || c == Ceiling::host_compute)) return 1.0;
-    return m.calibration->efficiency(p, c, phase_bytes_on(p, c), &outside);
+  // A framework host phase's rate is measured whole (host_limits): efficiency 1 on the host's ceilings,
+  // a measurement (never flagged as a fallback).
+  auto eff = [&](Ceiling c, bool* curve) {
+    if (h.framework && (c == Ceiling::dram || c == Ceiling::host_compute)) return *curve = true, 1.0;
+    return m.calibration->efficiency(p, c, phase_bytes_on(p, c), &outside, curve);
   };
   const Work& w = p.work;
-  PhaseTime t{0, Bound::latency, false};
+  PhaseTime t;
   // Only the ceilings the phase uses are looked up: a curve is never read (or flagged as
   // extrapolated) for a tier the phase does not touch.
   auto consider = [&](double amount, double ceiling_rate, Ceiling c, Bound b) {
     if (amount <= 0) return;
-    const double s = amount / (ceiling_rate * eff(c));
-    if (s > t.seconds) t = {s, b, false};
+    bool curve = false;
+    const double s = amount / (ceiling_rate * eff(c, &curve));
+    if (s > t.seconds) t.seconds = s, t.bound = b, t.ceiling = c, t.curve = curve;
   };
   switch (p.unit) {
     case ComputeUnit::tensor: consider(w.flops, m.tensor, Ceiling::tensor, Bound::compute); break;

@@ -83,6 +83,11 @@ struct PhaseTime {
   double seconds = 0;
   Bound bound = Bound::latency;
   bool extrapolated = false;  // an efficiency curve was read outside its measured range
+  // The ceiling of the largest work term (the binding one, even when the fixed latency wins);
+  // Ceiling::count when the phase has no work on any ceiling. `curve`: its efficiency came from a
+  // curve, not the constant (Calibration::efficiency).
+  Ceiling ceiling = Ceiling::count;
+  bool curve = false;
 };
 
 PhaseTime roofline(const Phase& p, const Machine& m);

@@ -48,6 +48,34 @@ TEST(Roofline, LaunchLatencyAddsAndCanDominate) {
   EXPECT_EQ(t.bound, Bound::latency);
 }
 
+// The binding ceiling is named even when the launches win, and says whether a curve timed it: what
+// the plan's unmeasured-phase flag reads (PlanResult::unmeasured_phases).
+TEST(Roofline, NamesTheBindingCeilingAndWhetherACurveGaveIt) {
+  Calibration cal;
+  const Machine m = machine(cal);
+  PhaseTime t = roofline(phase({.flops = 1e9, .hbm_bytes = 2e6, .launches = 10}, ComputeUnit::simt, PhaseKind::select), m);
+  EXPECT_EQ(t.bound, Bound::latency);
+  EXPECT_EQ(t.ceiling, Ceiling::simt);  // 1e9 / 60e12 = 16.7 us of compute against 1 us of HBM traffic
+  EXPECT_FALSE(t.curve);
+  t = roofline(phase({.flops = 1e6, .hbm_bytes = 4e9}, ComputeUnit::simt, PhaseKind::select), m);
+  EXPECT_EQ(t.ceiling, Ceiling::hbm);
+  EXPECT_FALSE(t.curve);
+  EXPECT_EQ(roofline(phase({.launches = 3}), m).ceiling, Ceiling::count);  // no work on any ceiling
+  EfficiencyCurve cv;
+  cv.kind = PhaseKind::select;
+  cv.ceiling = Ceiling::hbm;
+  cv.points = {{1e3, 0.5}, {1e12, 0.5}};
+  cal.curves.push_back(cv);
+  t = roofline(phase({.flops = 1e6, .hbm_bytes = 4e9}, ComputeUnit::simt, PhaseKind::select), m);
+  EXPECT_EQ(t.ceiling, Ceiling::hbm);
+  EXPECT_TRUE(t.curve);
+  EXPECT_DOUBLE_EQ(t.seconds, 4e-3);
+  // The curve is for hbm only: a compute-bound select is still at its constant.
+  t = roofline(phase({.flops = 6e12, .hbm_bytes = 1e6}, ComputeUnit::simt, PhaseKind::select), m);
+  EXPECT_EQ(t.ceiling, Ceiling::simt);
+  EXPECT_FALSE(t.curve);
+}
+
 TEST(Roofline, EfficienciesScaleOnlyTheirPhaseKind) {
   Calibration cal;
   cal.per_kind[size_t(PhaseKind::attention)].of[size_t(Ceiling::hbm)] = 0.5;

@@ -202,6 +202,69 @@ TEST(ValidateCli, PlanFlagsAPhaseWhoseCurveIsExtrapolated) {
   }
 }
 
+// A GPU phase whose binding ceiling runs at a constant (no curve, no measured constant) is listed as
+// unmeasured with its fallback and where it came from; a curve for it, or a measured constant, takes
+// it off the list; the uncalibrated roofline lists nothing (its whole answer is the bound).
+namespace {
+nlohmann::json unmeasured_of(const std::string& yaml, const std::string& file) {
+  const std::string cal = test::write_temp(file, std::string(kHead) + yaml);
+  const auto r = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --format json --calibration '" + cal + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  for (const auto& res : j["results"])
+    if (res["policy"] == "quest") return res["unmeasured_phases"];
+  ADD_FAILURE() << "no quest result: " << r.out;
+  return nullptr;
+}
+const nlohmann::json* find_named(const nlohmann::json& list, const std::string& name) {
+  for (const auto& u : list)
+    if (u["name"] == name) return &u;
+  return nullptr;
+}
+}  // namespace
+
+TEST(ValidateCli, PlanFlagsAPhaseWithAFallbackEfficiencyAsUnmeasured) {
+  const auto fallback = unmeasured_of("phases:\n  select: {hbm: 0.5}\n", "select_constant.yaml");
+  const nlohmann::json* u = find_named(fallback, "topk_pages");
+  ASSERT_NE(u, nullptr) << fallback.dump();
+  EXPECT_EQ((*u)["kind"], "select");
+  EXPECT_EQ((*u)["ceiling"], "hbm");
+  EXPECT_DOUBLE_EQ((*u)["constant"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ((*u)["efficiency"].get<double>(), 0.5);  // no gather runs: no run-length factor
+  EXPECT_EQ((*u)["from"], "t phases.select.hbm");
+  // The dense phases with no curve are listed too, at the file's default (1.0, given by no field).
+  const nlohmann::json* norm = nullptr;
+  for (const auto& e : fallback)
+    if (e["kind"] == "elementwise") norm = &e;
+  ASSERT_NE(norm, nullptr) << fallback.dump();
+  EXPECT_EQ((*norm)["from"], "t (unset: the roofline's 1.0)");
+
+  const auto curved = unmeasured_of("phases:\n  select: {hbm: 0.5}\ncurves:\n  - {kind: select, ceiling: hbm, x: bytes, "
+                                    "points: [[1000, 0.3], [1.0e9, 0.6]]}\n",
+                                    "select_curve.yaml");
+  EXPECT_EQ(find_named(curved, "topk_pages"), nullptr) << curved.dump();
+  EXPECT_NE(find_named(curved, "page_bound"), nullptr) << curved.dump();  // a score phase: still a constant
+
+  const auto measured = unmeasured_of("phases_measured: true\nphases:\n  select: {hbm: 0.5}\n", "select_measured.yaml");
+  EXPECT_EQ(find_named(measured, "topk_pages"), nullptr) << measured.dump();
+
+  const auto r = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --format json --calibration roofline");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const auto& res : nlohmann::json::parse(r.out)["results"]) EXPECT_TRUE(res["unmeasured_phases"].empty()) << res.dump();
+}
+
+TEST(ValidateCli, PlanTableAndCsvNameTheUnmeasuredPhases) {
+  const std::string cal = test::write_temp("select_constant_t.yaml", std::string(kHead) + "phases:\n  select: {hbm: 0.5}\n");
+  const auto t = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --calibration '" + cal + "'");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("    unmeasured (fallback efficiency, no kernel measurement):"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("topk_pages (select/hbm: constant 0.50 from t phases.select.hbm)"), std::string::npos) << t.out;
+  const auto c = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --format csv --calibration '" + cal + "'");
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  EXPECT_NE(c.out.find(",extrapolated_phases,unmeasured_phases,"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("topk_pages=select/hbm@0.5"), std::string::npos) << c.out;
+}
+
 TEST(ValidateCli, BadCalibrationFileFailsWithTheField) {
   const std::string cal = test::write_temp("bad_curve.yaml", std::string(kHead) +
                                                                  "curves:\n  - {kind: host_kernel, ceiling: dram, "

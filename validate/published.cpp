@@ -17,8 +17,8 @@ namespace kvsim::validate {
 namespace {
 
 const std::vector<std::string> kFamilies = {"decode_attention", "sparse_attention", "h2d_copy", "d2h_copy",
-                                            "scattered_copy",   "gemv",             "gemm",     "topk",
-                                            "launch"};
+                                            "scattered_copy",   "gather",           "gemv",     "gemm",
+                                            "topk",             "launch"};
 
 double dtype_bytes(const std::string& t) {
   if (t == "fp32") return 4;
@@ -64,6 +64,7 @@ bool curve_of(const PublishedPoint& p, const GpuSpec* gpu, CurveKey& key) {
   else if (f == "d2h_copy") key = {PhaseKind::copy, Ceiling::d2h, CurveVariable::run_bytes};
   else if (f == "scattered_copy")
     key = {PhaseKind::copy, p.direction == "d2h" ? Ceiling::d2h : Ceiling::h2d, CurveVariable::run_bytes};
+  else if (f == "gather") key = {PhaseKind::gather, Ceiling::hbm, CurveVariable::run_bytes};
   else if (f == "gemv") key = {PhaseKind::gemm, Ceiling::hbm, CurveVariable::bytes};
   else if (f == "topk") key = {PhaseKind::select, Ceiling::hbm, CurveVariable::bytes};
   else if (f == "gemm" && gpu)
@@ -101,13 +102,22 @@ bool work_of(const PublishedPoint& p, double& bytes, double& x, std::string& why
     if (p.bytes <= 0 || p.run_bytes <= 0) { why = "needs bytes and run_bytes"; return false; }
     bytes = p.bytes;
     x = p.run_bytes;
+  } else if (f == "gather") {
+    // Rows gathered by index inside HBM into a contiguous buffer: each row read once and written once,
+    // as policies/blocks.hpp's gather phase counts it.
+    if (p.bytes <= 0 || p.run_bytes <= 0) { why = "needs bytes and run_bytes"; return false; }
+    bytes = 2 * p.bytes;
+    x = p.run_bytes;
   } else if (f == "gemv" || f == "gemm") {
     if (p.n <= 0 || p.k <= 0 || (f == "gemm" && p.m <= 0)) { why = f == "gemm" ? "needs m, n and k" : "needs n and k"; return false; }
     bytes = matmul_bytes(p);
     x = bytes;
   } else if (f == "topk") {
+    // As policies/blocks.hpp's select phase counts it, so that a curve fitted here gives back the
+    // measured time on that phase: each row's fp32 scores read twice (a threshold pass, then the
+    // selection) and its k indices written.
     if (p.n <= 0) { why = "needs n"; return false; }
-    bytes = p.rows * p.n * 4;
+    bytes = p.rows * (2 * p.n * 4 + std::max(0.0, p.k) * 4);
     x = bytes;
   } else {
     why = "no curve for family " + f;

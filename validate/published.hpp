@@ -15,10 +15,12 @@
 //                                                                      token, K and V share it) + B Hq (d + dv) b
 //   h2d_copy, d2h_copy                  copy       h2d/d2h  run_bytes  one contiguous run of `bytes`
 //   scattered_copy                      copy       h2d/d2h  run_bytes  `bytes` in runs of `run_bytes`
+//   gather                              gather     hbm      run_bytes  2 x `bytes` (rows read, then written)
 //   gemv                                gemm       hbm      bytes      the n x k weights + vectors
 //   gemm below the GPU's ridge          gemm       hbm      bytes      n x k weights + m x k in + m x n out
 //   gemm above it                       gemm       tensor   bytes      the same bytes (x); 2mnk FLOPs / tensor peak
-//   topk                                select     hbm      bytes      rows x n fp32 scores
+//   topk                                select     hbm      bytes      rows x (2 n + k) x 4: the fp32 scores read
+//                                                                      twice, k indices written (blocks.hpp select)
 //   launch                              (reported next to the hardware file's launch latency)
 //
 // Per GPU and curve, the fit is a saturating curve e(x) = e_max x / (x + x_half) — small work cannot

@@ -145,6 +145,7 @@ std::string calibration_yaml(const std::vector<Case>& cases, const std::vector<P
     if (c.kind_wide) kind_wide.insert(c.kind);
   for (const Point& p : fit)
     if (p.kind != PhaseKind::copy && !kind_wide.count(p.kind)) by_kind[{p.kind, p.ceiling}].push_back(p.efficiency);
+  y << "phases_measured: true   # the constants under phases: are measurements (not fallbacks; model/calibration.hpp)\n";
   y << "phases:   # measured: median fitted efficiency of the kind's kernels below, for phases no curve names\n";
   if (by_kind.empty()) y << "  {}\n";
   PhaseKind last = PhaseKind::count;

@@ -82,6 +82,14 @@ std::string report_preamble(const std::string& command) {
          "values reported as the maximum over a sweep of shapes (a shape picked because it was fast). No point is left "
          "out or chosen for what it does to a fit, a plan or a reproduction; measurements that disagree are all kept. "
          "Details and the sources looked at and not used: [gpu-published-sources.md](gpu-published-sources.md).\n\n"
+         "**Which selection-kernel points are in the data** (rule fixed for issue 27 item 3 before any fit was looked "
+         "at): a `topk` point is one top-k over rows of fp32 scores timed on its own, with rows, n and k stated; it "
+         "moves rows·(2n + k)·4 bytes, as the planner's `select` phases count it (each row's scores read twice, its k "
+         "indices written), so a fitted curve gives the measured time back on such a phase. A `gather` point is one "
+         "kernel that gathers `bytes` of rows of `run_bytes` each by index inside HBM into a contiguous buffer; it "
+         "moves 2·bytes (read, then written), as the planner's `gather` phases count it, and its curve is against the "
+         "run length. The GPU is named in the source's text and the number is text; every row of a table used is "
+         "taken, with every kernel column of it.\n\n"
          "Re-run with:\n\n    " + command + " --report docs/validation/gpu-published.md\n\n## Fits\n\n";
 }
 
