@@ -19,7 +19,6 @@ const std::vector<std::string>& resource_names() {
 }
 
 SimPhase to_sim_phase(const Phase& p, const Machine& m) {
-  const Calibration& cal = *m.calibration;
   SimPhase s;
   s.name = std::string(p.name);
   const bool on_host = p.unit == ComputeUnit::host;
@@ -27,7 +26,7 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   s.latency = on_host && p.lanes > 0 ? host.fixed_s : p.work.launches * m.kernel_latency;
   s.amount.assign(size_t(Resource::count), 0.0);
   auto put = [&](Resource r, double amount, Ceiling c) {
-    if (amount > 0) s.amount[size_t(r)] += amount / cal.efficiency(p, c, phase_bytes_on(p, c));
+    if (amount > 0) s.amount[size_t(r)] += amount / phase_efficiency(p, c, m);
   };
   switch (p.unit) {
     case ComputeUnit::tensor: put(Resource::tensor, p.work.flops, Ceiling::tensor); break;
@@ -44,7 +43,7 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   // A host phase on fewer threads than cores: its own rate limit (the roofline's terms, host_limits).
   if (on_host && p.lanes > 0) {
     auto limit = [&](double amount, double rate, Ceiling c) {
-      if (amount > 0) s.min_seconds = std::max(s.min_seconds, amount / (rate * cal.efficiency(p, c, phase_bytes_on(p, c))));
+      if (amount > 0) s.min_seconds = std::max(s.min_seconds, amount / (rate * phase_efficiency(p, c, m)));
     };
     limit(p.work.flops, host.compute, Ceiling::host_compute);
     limit(p.work.dram_bytes, host.dram, Ceiling::dram);

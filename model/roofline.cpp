@@ -42,9 +42,20 @@ HostLimits host_limits(const Phase& p, const Machine& m) {
   return h;
 }
 
+double phase_efficiency(const Phase& p, Ceiling c, const Machine& m, bool* outside) {
+  const Calibration& cal = *m.calibration;
+  const Work& w = p.work;
+  if (p.kind == PhaseKind::gemm && (c == Ceiling::tensor || c == Ceiling::hbm) && w.flops > 0 && w.hbm_bytes > 0) {
+    const double peak = p.unit == ComputeUnit::tensor_act ? m.tensor_act : m.tensor;
+    const bool bandwidth_bound = m.hbm > 0 && w.flops / w.hbm_bytes < peak / m.hbm;
+    if ((c == Ceiling::tensor) == bandwidth_bound) return cal.efficiency(p.kind, c, p.run_bytes);
+  }
+  return cal.efficiency(p, c, phase_bytes_on(p, c), outside);
+}
+
 PhaseTime roofline(const Phase& p, const Machine& m) {
   bool outside = false;
-  auto eff = [&](Ceiling c) { return m.calibration->efficiency(p, c, phase_bytes_on(p, c), &outside); };
+  auto eff = [&](Ceiling c) { return phase_efficiency(p, c, m, &outside); };
   const Work& w = p.work;
   PhaseTime t{0, Bound::latency, false};
   // Only the ceilings the phase uses are looked up: a curve is never read (or flagged as
