@@ -19,7 +19,6 @@ const std::vector<std::string>& resource_names() {
 }
 
 SimPhase to_sim_phase(const Phase& p, const Machine& m) {
-  const Calibration& cal = *m.calibration;
   SimPhase s;
   s.name = std::string(p.name);
   const bool on_host = p.unit == ComputeUnit::host;
@@ -29,7 +28,7 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   // A framework host phase's rate is measured whole (host_limits): efficiency 1 on the host's ceilings.
   auto eff = [&](Ceiling c) {
     if (host.framework && (c == Ceiling::dram || c == Ceiling::host_compute)) return 1.0;
-    return cal.efficiency(p, c, phase_bytes_on(p, c));
+    return phase_efficiency(p, c, m);
   };
   auto put = [&](Resource r, double amount, Ceiling c) {
     if (amount > 0) s.amount[size_t(r)] += amount / eff(c);

@@ -52,6 +52,17 @@ HostLimits host_limits(const Phase& p, const Machine& m) {
   return h;
 }
 
+double phase_efficiency(const Phase& p, Ceiling c, const Machine& m, bool* outside, bool* curve) {
+  const Calibration& cal = *m.calibration;
+  const Work& w = p.work;
+  if (p.kind == PhaseKind::gemm && (c == Ceiling::tensor || c == Ceiling::hbm) && w.flops > 0 && w.hbm_bytes > 0) {
+    const double peak = p.unit == ComputeUnit::tensor_act ? m.tensor_act : m.tensor;
+    const bool bandwidth_bound = m.hbm > 0 && w.flops / w.hbm_bytes < peak / m.hbm;
+    if ((c == Ceiling::tensor) == bandwidth_bound) return cal.efficiency(p.kind, c, p.run_bytes);
+  }
+  return cal.efficiency(p, c, phase_bytes_on(p, c), outside, curve);
+}
+
 PhaseTime roofline(const Phase& p, const Machine& m) {
   const bool on_host = p.unit == ComputeUnit::host;
   const HostLimits h = on_host ? host_limits(p, m) : HostLimits{};
@@ -60,7 +71,7 @@ PhaseTime roofline(const Phase& p, const Machine& m) {
   // a measurement (never flagged as a fallback).
   auto eff = [&](Ceiling c, bool* curve) {
     if (h.framework && (c == Ceiling::dram || c == Ceiling::host_compute)) return *curve = true, 1.0;
-    return m.calibration->efficiency(p, c, phase_bytes_on(p, c), &outside, curve);
+    return phase_efficiency(p, c, m, &outside, curve);
   };
   const Work& w = p.work;
   PhaseTime t;

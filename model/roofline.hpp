@@ -79,6 +79,17 @@ struct HostLimits {
 };
 HostLimits host_limits(const Phase& p, const Machine& m);
 
+// The efficiency of ceiling c for phase p on machine m: what the roofline and the simulator divide
+// the phase's work by. A phase of kind gemm is in one regime, by the rule `kvsim calibrate published`
+// files a GEMM measurement by (validate/published.hpp): below the GPU's ridge (FLOPs per HBM byte under
+// tensor peak / HBM bandwidth) its time is the HBM ceiling's, and it reads the hbm curve; at or above
+// the ridge, the tensor curve. Its other ceiling takes the calibration's constant for the kind: that
+// curve was fitted to GEMMs of the other regime (a square prefill GEMM, or a decode GEMM streaming its
+// weights), so its value at this phase's bytes says nothing about the phase, and reading it outside
+// its range would flag an extrapolation the phase's time does not rest on. Every other phase: the
+// curve for its name and kind (Calibration::efficiency). *outside as there.
+double phase_efficiency(const Phase& p, Ceiling c, const Machine& m, bool* outside = nullptr, bool* curve = nullptr);
+
 struct PhaseTime {
   double seconds = 0;
   Bound bound = Bound::latency;

@@ -79,6 +79,11 @@ void add_prefill_phases(const Deployment& d, double n, PhaseList& out) {
   g.work.hbm_bytes = L * (chunks * per_layer_weights * d.bw +
                           n * (2 * h + (d.hq + 2 * d.hkv) * hd + d.hq * hd + 5 * d.ffn) * d.ba);
   g.work.launches = chunks * L * 5;
+  // One instance is one of a layer's four weight GEMMs (qkv, o, gate+up, down) on one chunk, as the
+  // published GEMM curves measure one matrix product: the x of a `bytes` curve is then one GEMM's
+  // bytes (their mean), not the whole prefill's. The prefill is costed by the roofline alone, so the
+  // repeat changes nothing else.
+  g.repeat = float(L * chunks * kPrefillGemmsPerLayer);
   out.push_back(g);
   // Causal attention: query i attends to i keys, sum = n (n + 1) / 2 scores per head.
   Phase a{"prefill_attention", PhaseKind::prefill_attention, Device::gpu, ComputeUnit::tensor_act, {}};

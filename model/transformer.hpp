@@ -28,7 +28,10 @@ void add_decode_dense_phases(const Deployment& d, double batch, PhaseList& out);
 void add_dense_attention(const Deployment& d, double batch, double context, PhaseList& out);
 
 // Prefill of one prompt of `prompt` tokens, chunked by d.prefill_chunk_tokens (FlashAttention-style
-// causal attention; each chunk rereads the KV of the chunks before it).
+// causal attention; each chunk rereads the KV of the chunks before it). `prefill_gemm` holds every
+// layer's weight GEMMs over every chunk; its repeat is layers x chunks x kPrefillGemmsPerLayer, so
+// its bytes per instance (the x of a `bytes` efficiency curve) are one GEMM's.
+inline constexpr double kPrefillGemmsPerLayer = 4;  // qkv, o, gate+up, down
 void add_prefill_phases(const Deployment& d, double prompt, PhaseList& out);
 
 }  // namespace kvsim

@@ -245,6 +245,30 @@ TEST(PinnedCosts, DensePrefillPhases) {
   expect_work(l2[4], {2 * L * np_ * h / 2, 6 * L * np_ * h * ba, 0, 0, 0, 4 * L * np_ * h * ba / 2, 2 * k * L});
 }
 
+// docs/cost-model.md § Prefill phases (issue 27 item 3): the published GEMM curves are e(x) with x the
+// bytes of ONE matrix product, so prefill_gemm's instance is one of a layer's four weight GEMMs on one
+// chunk: repeat L x k x 4 and x = the phase's bytes / (L k 4), their mean. It was the whole prefill
+// (repeat 1: L k weight reads and every activation, 9.8e11 B for Llama-3.1-8B at 128K), past every
+// measurement. prefill_lm_head stays one GEMM of one row.
+TEST(PinnedCosts, PrefillGemmInstanceIsOneGemm) {
+  Rig r;
+  PhaseList l;
+  add_prefill_phases(r.dep, np_, l);
+  const double k = 4, W = h * (hq + 2 * hkv) * hd + hq * hd * h + 3 * h * f;
+  const double total = L * (k * W * bw + np_ * (2 * h + (hq + 2 * hkv) * hd + hq * hd + 5 * f) * ba);
+  ASSERT_EQ(l[0].name, "prefill_gemm");
+  EXPECT_EQ(l[0].repeat, L * k * 4);
+  EXPECT_DOUBLE_EQ(phase_bytes_on(l[0], Ceiling::hbm), total / (L * k * 4));
+  EXPECT_DOUBLE_EQ(phase_bytes_on(l[0], Ceiling::tensor), total / (L * k * 4));
+  // One GEMM's bytes lie between the smallest and the largest of the four (o_proj and gate+up here).
+  const double c = 256, o_proj = hq * hd * h * bw + c * (hq * hd + h) * ba, gate_up = h * 2 * f * bw + c * (h + 2 * f) * ba;
+  EXPECT_GT(phase_bytes_on(l[0], Ceiling::hbm), o_proj);
+  EXPECT_LT(phase_bytes_on(l[0], Ceiling::hbm), gate_up);
+  ASSERT_EQ(l[3].name, "prefill_lm_head");
+  EXPECT_EQ(l[3].repeat, 1);
+  EXPECT_DOUBLE_EQ(phase_bytes_on(l[3], Ceiling::hbm), h * V * bw + (h + V) * ba);
+}
+
 // docs/cost-model.md § streaming: K(x) = min(x, sinks + window), sinks 4 + window 60 = 64.
 TEST(PinnedCosts, Streaming) {
   Rig r;
