@@ -54,6 +54,10 @@ HostLimits host_limits(const Phase& p, const Machine& m) {
 
 double phase_efficiency(const Phase& p, Ceiling c, const Machine& m, bool* outside, bool* curve) {
   const Calibration& cal = *m.calibration;
+  if (cal.curves.empty()) {  // constants only (the roofline): what every branch below comes to
+    if (curve) *curve = false;
+    return cal.efficiency(p.kind, c, p.run_bytes);
+  }
   const Work& w = p.work;
   if (p.kind == PhaseKind::gemm && (c == Ceiling::tensor || c == Ceiling::hbm) && w.flops > 0 && w.hbm_bytes > 0) {
     const double peak = p.unit == ComputeUnit::tensor_act ? m.tensor_act : m.tensor;
