@@ -174,6 +174,7 @@ Calibration load_calibration(YamlMap m) {
     c.host_threads.call_s = h.number("call_us", Range{0, 1e6, false}, 0.0) * 1e-6;
     c.host_threads.region_s = h.number("region_us", Range{0, 1e6, false}, 0.0) * 1e-6;
     c.host_threads.core_dram = h.number("core_dram_gbs", Range{0, 1e5, false}, 0.0) * 1e9;
+    c.host_threads.clock_hz = h.number("clock_ghz", Range{0, 10, false}, 0.0) * 1e9;
     h.finish();
   } else {
     m.node("host_threads");

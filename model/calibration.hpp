@@ -64,6 +64,10 @@ struct HostThreads {
   double call_s = 0;     // one call of a small host kernel, fixed cost (s)
   double region_s = 0;   // one parallel region's fork and join over the host's threads (s)
   double core_dram = 0;  // bytes/s one core streams from DRAM with the others idle (STREAM triad, 1 thread)
+  // One core's clock on the host they were measured on (Hz; 0 = not given): a host that borrows them
+  // scales call_s and region_s by this over its own clock_ghz (make_machine; the rule of
+  // model/host_ops.hpp: per-call costs are single-threaded instruction streams).
+  double clock_hz = 0;
   bool measured() const { return call_s > 0 || region_s > 0 || core_dram > 0; }
 };
 

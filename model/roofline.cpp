@@ -14,6 +14,12 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
   m.host_compute = host.fp32 / gpus_per_host;
   m.host_cores = std::max(1.0, double(host.cores) / gpus_per_host);
   m.host_threads = cal.host_threads;
+  // Measured on another host: the per-call costs scale by one core's clock (measured over target).
+  if (cal.host_threads.clock_hz > 0 && host.clock_hz > 0) {
+    const double slow = cal.host_threads.clock_hz / host.clock_hz;
+    m.host_threads.call_s *= slow;
+    m.host_threads.region_s *= slow;
+  }
   m.hbm = gpu.hbm_bandwidth;
   m.dram = host.dram_bandwidth / gpus_per_host;
   m.h2d = gpu.h2d_pinned;

@@ -100,6 +100,23 @@ TEST(HostOps, AFrameworkPhaseAloneInTheSimulatorTakesItsRoofline) {
   EXPECT_NEAR(g.run(sim::capacities(m)).makespan, rt, rt * 1e-12);
 }
 
+// A host that borrows another's measured call and region costs scales them by one core's clock: a core
+// twice as fast pays half; without a clock on either side they are borrowed as measured.
+TEST(HostOps, BorrowedCallAndRegionCostsScaleByTheClockRatio) {
+  Calibration cal;
+  cal.host_threads = {.call_s = 1e-6, .region_s = 40e-6, .core_dram = 20e9, .clock_hz = 4e9};
+  GpuSpec g = test::gpu("h100-sxm");
+  HostSpec h = test::host("xeon-w9-3495x");
+  h.clock_hz = 8e9;
+  Machine m = make_machine(g, h, DType::bf16, DType::bf16, true, cal);
+  EXPECT_DOUBLE_EQ(m.host_threads.call_s, 0.5e-6);
+  EXPECT_DOUBLE_EQ(m.host_threads.region_s, 20e-6);
+  EXPECT_DOUBLE_EQ(m.host_threads.core_dram, 20e9);  // bandwidth is not a per-call cost
+  h.clock_hz = 0;
+  m = make_machine(g, h, DType::bf16, DType::bf16, true, cal);
+  EXPECT_DOUBLE_EQ(m.host_threads.call_s, 1e-6);
+}
+
 std::string write(const std::string& name, const std::string& text) {
   const std::string path = (std::filesystem::temp_directory_path() / name).string();
   std::ofstream(path) << text;

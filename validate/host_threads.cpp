@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "validate/parallel_time.hpp"
 #include "kernels/backend/backend.hpp"
 
 namespace kvsim::validate {
@@ -45,6 +46,7 @@ HostThreads measure_host_threads(const Timer& timer, const Options& o) {
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   h.region_s = median_per_call([&] { parallel_for(cores, [](int, int) {}, cores); }, o.quick ? 20 : 200, samples);
   h.core_dram = measure_host_ceilings(1, timer, o).dram_bandwidth;
+  h.clock_hz = core_clock_hz(o.quick ? 0.2 : 2.0);
   return h;
 }
 
@@ -54,8 +56,10 @@ std::string host_threads_yaml(const HostThreads& h) {
                 "host_threads:   # measured (validate/host_threads.hpp): what host phases that declare calls and pieces pay\n"
                 "  call_us: %.3g         # measured: one optimized host attention call over one token (4 rows, d 128), median\n"
                 "  region_us: %.3g       # measured: one parallel_for region over every core, empty body, median\n"
-                "  core_dram_gbs: %.3g   # measured: STREAM triad on one thread, the other cores idle\n",
-                h.call_s * 1e6, h.region_s * 1e6, h.core_dram / 1e9);
+                "  core_dram_gbs: %.3g   # measured: STREAM triad on one thread, the other cores idle\n"
+                "  clock_ghz: %.3g       # measured: one thread's chain of dependent adds (one per cycle), best of repeats;\n"
+                "                        # a host that borrows call_us and region_us scales them by this over its clock_ghz\n",
+                h.call_s * 1e6, h.region_s * 1e6, h.core_dram / 1e9, h.clock_hz / 1e9);
   return buf;
 }
 

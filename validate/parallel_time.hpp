@@ -24,6 +24,40 @@ inline double thread_cpu_seconds() {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
+// One core's clock: a chain of dependent integer adds retires one add per cycle (latency 1 on every
+// x86-64 and AArch64 core), so adds per second are cycles per second, at whatever turbo one busy core
+// reaches. Eight adds per loop iteration keep the loop's own counter and branch off the chain's
+// critical path. Best of repeats (a shared machine only ever slows it down). 0 where not measured.
+inline double core_clock_hz(double seconds) {
+#if defined(__x86_64__) || defined(__aarch64__)
+  const long iterations = 1 << 22;
+  double best = 0;
+  const double until = now_seconds() + seconds;
+  int reps = 0;
+  while (reps < 5 || (now_seconds() < until && reps < 200)) {
+    unsigned long x = 0;
+    const unsigned long one = 1;
+    const double t0 = now_seconds();
+    for (long i = 0; i < iterations; ++i) {
+#if defined(__x86_64__)
+#define KVSIM_ADD asm volatile("add %1, %0" : "+r"(x) : "r"(one))
+#else
+#define KVSIM_ADD asm volatile("add %0, %0, %1" : "+r"(x) : "r"(one))
+#endif
+      KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD;
+#undef KVSIM_ADD
+    }
+    const double t = now_seconds() - t0;
+    if (x == 8ul * iterations && t > 0) best = std::max(best, 8.0 * iterations / t);
+    ++reps;
+  }
+  return best;
+#else
+  (void)seconds;
+  return 0;
+#endif
+}
+
 enum class Clock { wall, thread_cpu };
 
 // Runs f(thread_index) on `threads` threads released together; returns the time of the slowest

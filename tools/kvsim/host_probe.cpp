@@ -61,40 +61,6 @@ double gemm_flops(int threads, double seconds) {
   return best;
 }
 
-// One core's clock: a chain of dependent integer adds retires one add per cycle (latency 1 on every
-// x86-64 and AArch64 core), so adds per second are cycles per second, at whatever turbo one busy core
-// reaches. Eight adds per loop iteration keep the loop's own counter and branch off the chain's
-// critical path. Best of repeats (a shared machine only ever slows it down). 0 where not measured.
-double core_clock_hz(double seconds) {
-#if defined(__x86_64__) || defined(__aarch64__)
-  const long iterations = 1 << 22;
-  double best = 0;
-  const double until = now() + seconds;
-  int reps = 0;
-  while (reps < 5 || (now() < until && reps < 200)) {
-    unsigned long x = 0;
-    const unsigned long one = 1;
-    const double t0 = now();
-    for (long i = 0; i < iterations; ++i) {
-#if defined(__x86_64__)
-#define KVSIM_ADD asm volatile("add %1, %0" : "+r"(x) : "r"(one))
-#else
-#define KVSIM_ADD asm volatile("add %0, %0, %1" : "+r"(x) : "r"(one))
-#endif
-      KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD; KVSIM_ADD;
-#undef KVSIM_ADD
-    }
-    const double t = now() - t0;
-    if (x == 8ul * iterations && t > 0) best = std::max(best, 8.0 * iterations / t);
-    ++reps;
-  }
-  return best;
-#else
-  (void)seconds;
-  return 0;
-#endif
-}
-
 double mem_total_gib() {
   std::ifstream in("/proc/meminfo");
   std::string key;
