@@ -90,6 +90,18 @@ std::string report_preamble(const std::string& command) {
          "moves 2·bytes (read, then written), as the planner's `gather` phases count it, and its curve is against the "
          "run length. The GPU is named in the source's text and the number is text; every row of a table used is "
          "taken, with every kernel column of it.\n\n"
+         "**Which prefill-attention points are in the data** (rule fixed for issue 27 item 3 before any point was "
+         "added or its effect looked at): a `prefill_attention` point is one forward attention kernel over whole "
+         "sequences (FlashAttention-2/3, cuDNN, FlashInfer or Triton prefill) timed on its own on GPU, with batch, "
+         "sequence length, query heads, head_dim, causal or not and dtype stated; the GPU is named in the same "
+         "thread (an H100 whose form factor is not stated is recorded as `h100-sxm`, as the decode-attention points "
+         "are, and the sources file says so); the number is text. Every row of a table used is taken, with every "
+         "kernel column. Its efficiency is on the tensor ceiling: the FLOPs the model's `prefill_attention` phase "
+         "counts for that shape, B·Hq·scores·(4d + 5) with s(s + 1)/2 scores per head when causal, over the time, "
+         "over the dtype's tensor peak; its curve is against the sequence length (the phase's `context_tokens`, "
+         "the prompt). The model's prefill attention is causal and runs at the 16-bit activation peak, so only "
+         "causal fp16/bf16 points are fitted; non-causal and fp8 rows are kept in the data and listed under *Not "
+         "fitted*.\n\n"
          "Re-run with:\n\n    " + command + " --report docs/validation/gpu-published.md\n\n## Fits\n\n";
 }
 
