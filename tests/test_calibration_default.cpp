@@ -376,6 +376,40 @@ TEST(PublishedFit, APrefillAttentionPointIsATensorPointAtItsSequenceLengthCounte
   EXPECT_TRUE(curve);
 }
 
+TEST(PublishedFit, AnRmsNormPointIsAnElementwiseHbmPointAtTheBytesTheModelCountsForOneNorm) {
+  // bf16 RMSNorm of 2048 rows at 0.5 of h100-nvl's HBM: x = 2048 h 2 2 bytes (x in, y out), 2048 h 2 4
+  // with the residual add; an eager module of several kernels is not fitted.
+  const GpuSpec g = test::gpu("h100-nvl");
+  std::string yaml;
+  for (double h : {1024.0, 4096.0, 16384.0}) {
+    for (bool res : {false, true}) {
+      const double bytes = 2048 * h * 2 * (res ? 4 : 2);
+      yaml += "  - {id: n" + std::to_string(int(h)) + (res ? "r" : "") + ", gpu: h100-nvl, family: rmsnorm, source: s, verified: \"yes: q\",\n"
+              "     config: {rows: 2048, hidden: " + std::to_string(int(h)) + ", dtype: bf16, residual: " + (res ? "true" : "false") + "},\n"
+              "     measured: {time_s: " + fmt("%.9g", bytes / (0.5 * g.hbm_bandwidth)) + "}}\n";
+    }
+  }
+  yaml += "  - {id: eager, gpu: h100-nvl, family: rmsnorm, source: s, verified: \"yes: q\",\n"
+          "     config: {rows: 2048, hidden: 4096, dtype: bf16, one_kernel: false},\n"
+          "     measured: {time_s: 1.8e-4}}\n";
+  const auto pts = load_measurements("norm.yaml", yaml);
+  const auto fit = validate::fit_published(pts, {g, test::gpu("h100-sxm")});
+  ASSERT_EQ(fit.fits.size(), 1u);
+  const auto& f = fit.fits[0];
+  EXPECT_EQ(f.kind, PhaseKind::elementwise);
+  EXPECT_EQ(f.ceiling, Ceiling::hbm);
+  EXPECT_EQ(f.x, CurveVariable::bytes);
+  ASSERT_EQ(f.points.size(), 6u);
+  EXPECT_DOUBLE_EQ(f.points.front().x, 2048 * 1024 * 2 * 2.0);
+  EXPECT_DOUBLE_EQ(f.points.back().x, 2048 * 16384 * 2 * 4.0);
+  for (const auto& p : f.points) EXPECT_NEAR(p.efficiency, 0.5, 1e-6) << p.id;
+  ASSERT_EQ(fit.skipped.size(), 1u);
+  EXPECT_EQ(fit.skipped[0].rfind("eager: several kernels", 0), 0u) << fit.skipped[0];
+  // The H100 SXM (Hopper, no norm points of its own) borrows the curve and says so.
+  for (const auto& gc : fit.gpus)
+    if (gc.gpu == "h100-sxm") EXPECT_EQ(gc.borrowed.count("elementwise/hbm"), 1u);
+}
+
 TEST(PublishedFit, APointAboveItsCeilingIsLeftOutWithTheRatesNotClamped) {
   // 3.5 TB/s measured on a 3.35 TB/s h100-sxm: a data error, listed with both rates and fitted nowhere.
   const auto pts = load_measurements(

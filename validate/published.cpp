@@ -18,7 +18,8 @@ namespace {
 
 const std::vector<std::string> kFamilies = {"decode_attention", "sparse_attention", "h2d_copy", "d2h_copy",
                                             "scattered_copy",   "gather",           "gemv",     "gemm",
-                                            "topk",             "prefill_attention", "launch"};
+                                            "topk",             "prefill_attention", "rmsnorm",
+                                            "launch"};
 
 double dtype_bytes(const std::string& t) {
   if (t == "fp32") return 4;
@@ -84,6 +85,7 @@ bool curve_of(const PublishedPoint& p, const GpuSpec* gpu, CurveKey& key) {
   else if (f == "topk") key = {PhaseKind::select, Ceiling::hbm, CurveVariable::bytes};
   // Against the sequence length: the planner sets a prefill phase's context_tokens to the prompt.
   else if (f == "prefill_attention") key = {PhaseKind::prefill_attention, Ceiling::tensor, CurveVariable::context_tokens};
+  else if (f == "rmsnorm") key = {PhaseKind::elementwise, Ceiling::hbm, CurveVariable::bytes};
   else if (f == "gemm" && gpu)
     key = {PhaseKind::gemm, gemm_is_bandwidth_bound(p, *gpu) ? Ceiling::hbm : Ceiling::tensor, CurveVariable::bytes};
   else return false;  // launch; a gemm on a GPU outside the library (its ridge is unknown)
@@ -146,6 +148,15 @@ bool work_of(const PublishedPoint& p, double& bytes, double& x, std::string& why
     const double kv = p.kv_heads > 0 ? p.kv_heads : p.q_heads;
     bytes = p.batch * p.context_tokens * (2 * p.q_heads + 2 * kv) * p.head_dim * b;  // q in, o out, k and v read
     x = p.context_tokens;
+  } else if (f == "rmsnorm") {
+    // One RMSNorm over `rows` rows of `hidden`: x read and y written (with `residual`, the fused add
+    // reads x and the residual and writes both), as model/transformer.cpp's norm phases count one norm
+    // (the weight's `hidden` elements, which they leave out, too). Only a single fused kernel is what
+    // those phases are (one launch per norm); an eager module of several kernels is not fitted.
+    if (p.rows <= 0 || p.hidden <= 0) { why = "needs rows and hidden"; return false; }
+    if (!p.one_kernel) { why = "several kernels (an unfused eager module): the model's norm is one fused kernel per norm; recorded, not fitted"; return false; }
+    bytes = p.rows * p.hidden * b * (p.residual ? 4 : 2);
+    x = bytes;
   } else {
     why = "no curve for family " + f;
     return false;
@@ -368,6 +379,9 @@ std::vector<PublishedPoint> load_published(const std::string& path) {
     p.api = c.string("api", "");
     p.direction = c.choice("direction", {"h2d", "d2h"}, "h2d");
     p.causal = c.boolean("causal", true);
+    p.hidden = c.number("hidden", any, 0.0);
+    p.residual = c.boolean("residual", false);
+    p.one_kernel = c.boolean("one_kernel", true);
     c.string("note", "");
     c.finish();
     YamlMap me = m.map("measured");

@@ -102,6 +102,15 @@ std::string report_preamble(const std::string& command) {
          "the prompt). The model's prefill attention is causal and runs at the 16-bit activation peak, so only "
          "causal fp16/bf16 points are fitted; non-causal and fp8 rows are kept in the data and listed under *Not "
          "fitted*.\n\n"
+         "**Which norm points are in the data** (rule fixed for issue 27 item 3 before any point was added or its "
+         "effect looked at): an `rmsnorm` point is one RMSNorm forward (with or without the fused residual add) timed "
+         "on its own on GPU, with rows, hidden size and dtype stated; the GPU is named in the source (a product "
+         "string such as \"NVIDIA H100 NVL\" names the library GPU); the number is text. It moves rows·hidden·2·b "
+         "bytes (x read, y written), rows·hidden·4·b with the residual add, as the model's `norm` and `prefill_norm` "
+         "phases count one norm, and its curve is `elementwise` on the HBM ceiling against those bytes. Every row and "
+         "kernel column of a table used is taken; a column that times an eager module of several kernels (e.g. "
+         "HuggingFace's LlamaRMSNorm) is kept in the data and listed under *Not fitted*, because the model's norm is "
+         "one fused kernel per norm.\n\n"
          "Re-run with:\n\n    " + command + " --report docs/validation/gpu-published.md\n\n## Fits\n\n";
 }
 
