@@ -534,7 +534,7 @@ std::string published_calibration_yaml(const GpuCalibration& g, const std::strin
       << (f.heldout_error >= 0 ? ", held-out error " + fmt("%.1f", 100 * f.heldout_error) + "%" : std::string())
       << "\"\n    points: [";
     for (size_t i = 0; i < xs.size(); ++i)
-      o << (i ? ", " : "") << "[" << fmt("%.6g", xs[i]) << ", " << fmt("%.4g", std::max(1e-4, f.at(xs[i]))) << "]";
+      o << (i ? ", " : "") << "[" << fmt("%.10g", xs[i]) << ", " << fmt("%.4g", std::max(1e-4, f.at(xs[i]))) << "]";
     o << "]\n";
   }
   return o.str();
