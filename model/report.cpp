@@ -60,7 +60,7 @@ void index_line(std::ostream& o, const PlanResult& r) {
 std::string unmeasured_text(const UnmeasuredPhase& u) {
   std::string t = std::string(u.name) + " (" + std::string(to_string(u.kind)) + "/" +
                   std::string(kCeilingNames[size_t(u.ceiling)]) + ": constant " + fmt("%.2f", u.constant) + " from " + u.from;
-  if (u.efficiency != u.constant) t += ", x" + fmt("%.2f", u.efficiency / u.constant) + " gather run-length estimate";
+  if (u.efficiency < 0.995 * u.constant) t += ", x" + fmt("%.2f", u.efficiency / u.constant) + " gather run-length estimate";
   return t + ")";
 }
 

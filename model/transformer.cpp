@@ -99,6 +99,10 @@ void add_prefill_phases(const Deployment& d, double n, PhaseList& out) {
   norm.work.flops = L * 2 * n * h * 5;
   norm.work.hbm_bytes = L * 2 * 4 * n * h * d.ba;
   norm.work.launches = chunks * L * 2;
+  // One instance is one norm kernel on one chunk (two per layer), as the published norm curves measure
+  // one kernel: the x of a `bytes` curve is then one norm's bytes. The prefill is costed by the roofline
+  // alone, so the repeat changes nothing else.
+  norm.repeat = float(L * chunks * 2);
   out.push_back(norm);
   // Only the last position's logits are needed for the first output token.
   Phase head = weight_gemm("prefill_lm_head", d, 1, h, d.vocab, 1, 2);

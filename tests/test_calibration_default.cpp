@@ -333,6 +333,83 @@ TEST(PublishedFit, AnMlaPointMovesOneLatentRowPerToken) {
   }
 }
 
+TEST(PublishedFit, APrefillAttentionPointIsATensorPointAtItsSequenceLengthCountedAsTheModelCountsIt) {
+  // Causal bf16 forward attention, B 4, 48 heads of 128, at s = 1024..8192, each timed at 0.6 of the
+  // h100-sxm bf16 peak on the model's FLOPs (B Hq s (s + 1) / 2 (4 d + 5)): a prefill_attention/tensor
+  // curve against context_tokens, x = s, efficiency 0.6. A non-causal row and an fp8 row are not fitted.
+  const GpuSpec g = test::gpu("h100-sxm");
+  std::string yaml;
+  for (double s : {1024.0, 2048.0, 4096.0, 8192.0}) {
+    const double flops = 4 * 48 * s * (s + 1) / 2 * (4 * 128 + 5);
+    yaml += "  - {id: c" + std::to_string(int(s)) + ", gpu: h100-sxm, family: prefill_attention, source: s, verified: \"yes: q\",\n"
+            "     config: {batch: 4, context_tokens: " + std::to_string(int(s)) + ", q_heads: 48, head_dim: 128, causal: true, dtype: bf16},\n"
+            "     measured: {time_s: " + fmt("%.9g", flops / (0.6 * g.tensor_bf16)) + "}}\n";
+  }
+  yaml += "  - {id: full, gpu: h100-sxm, family: prefill_attention, source: s, verified: \"yes: q\",\n"
+          "     config: {batch: 4, context_tokens: 1024, q_heads: 48, head_dim: 128, causal: false, dtype: bf16},\n"
+          "     measured: {time_s: 2.8e-4}}\n"
+          "  - {id: f8, gpu: h100-sxm, family: prefill_attention, source: s, verified: \"yes: q\",\n"
+          "     config: {batch: 4, context_tokens: 1024, q_heads: 48, head_dim: 128, dtype: fp8},\n"
+          "     measured: {time_s: 1e-4}}\n";
+  const auto pts = load_measurements("prefill.yaml", yaml);
+  const auto fit = validate::fit_published(pts, {g});
+  ASSERT_EQ(fit.fits.size(), 1u);
+  const auto& f = fit.fits[0];
+  EXPECT_EQ(f.kind, PhaseKind::prefill_attention);
+  EXPECT_EQ(f.ceiling, Ceiling::tensor);
+  EXPECT_EQ(f.x, CurveVariable::context_tokens);
+  ASSERT_EQ(f.points.size(), 4u);
+  EXPECT_EQ(f.points.front().x, 1024);
+  EXPECT_EQ(f.points.back().x, 8192);
+  for (const auto& p : f.points) EXPECT_NEAR(p.efficiency, 0.6, 1e-6) << p.id;
+  ASSERT_EQ(fit.skipped.size(), 2u);
+  EXPECT_EQ(fit.skipped[0].rfind("full: not causal", 0), 0u) << fit.skipped[0];
+  EXPECT_EQ(fit.skipped[1].rfind("f8: fp8", 0), 0u) << fit.skipped[1];
+  // The curve a calibration file gets from it applies to the model's prefill_attention phase by its prompt.
+  ASSERT_EQ(fit.gpus.size(), 1u);
+  const Calibration cal = load_calibration(
+      YamlMap(YAML::Load(validate::published_calibration_yaml(fit.gpus[0], "m.yaml", "test")), "t", ""));
+  Phase ph{"prefill_attention", PhaseKind::prefill_attention, Device::gpu, ComputeUnit::tensor_act, {}};
+  ph.context_tokens = 4096;
+  bool curve = false;
+  EXPECT_NEAR(cal.efficiency(ph, Ceiling::tensor, 0, nullptr, &curve), 0.6, 1e-3);
+  EXPECT_TRUE(curve);
+}
+
+TEST(PublishedFit, AnRmsNormPointIsAnElementwiseHbmPointAtTheBytesTheModelCountsForOneNorm) {
+  // bf16 RMSNorm of 2048 rows at 0.5 of h100-nvl's HBM: x = 2048 h 2 2 bytes (x in, y out), 2048 h 2 4
+  // with the residual add; an eager module of several kernels is not fitted.
+  const GpuSpec g = test::gpu("h100-nvl");
+  std::string yaml;
+  for (double h : {1024.0, 4096.0, 16384.0}) {
+    for (bool res : {false, true}) {
+      const double bytes = 2048 * h * 2 * (res ? 4 : 2);
+      yaml += "  - {id: n" + std::to_string(int(h)) + (res ? "r" : "") + ", gpu: h100-nvl, family: rmsnorm, source: s, verified: \"yes: q\",\n"
+              "     config: {rows: 2048, hidden: " + std::to_string(int(h)) + ", dtype: bf16, residual: " + (res ? "true" : "false") + "},\n"
+              "     measured: {time_s: " + fmt("%.9g", bytes / (0.5 * g.hbm_bandwidth)) + "}}\n";
+    }
+  }
+  yaml += "  - {id: eager, gpu: h100-nvl, family: rmsnorm, source: s, verified: \"yes: q\",\n"
+          "     config: {rows: 2048, hidden: 4096, dtype: bf16, one_kernel: false},\n"
+          "     measured: {time_s: 1.8e-4}}\n";
+  const auto pts = load_measurements("norm.yaml", yaml);
+  const auto fit = validate::fit_published(pts, {g, test::gpu("h100-sxm")});
+  ASSERT_EQ(fit.fits.size(), 1u);
+  const auto& f = fit.fits[0];
+  EXPECT_EQ(f.kind, PhaseKind::elementwise);
+  EXPECT_EQ(f.ceiling, Ceiling::hbm);
+  EXPECT_EQ(f.x, CurveVariable::bytes);
+  ASSERT_EQ(f.points.size(), 6u);
+  EXPECT_DOUBLE_EQ(f.points.front().x, 2048 * 1024 * 2 * 2.0);
+  EXPECT_DOUBLE_EQ(f.points.back().x, 2048 * 16384 * 2 * 4.0);
+  for (const auto& p : f.points) EXPECT_NEAR(p.efficiency, 0.5, 1e-6) << p.id;
+  ASSERT_EQ(fit.skipped.size(), 1u);
+  EXPECT_EQ(fit.skipped[0].rfind("eager: several kernels", 0), 0u) << fit.skipped[0];
+  // The H100 SXM (Hopper, no norm points of its own) borrows the curve and says so.
+  for (const auto& gc : fit.gpus)
+    if (gc.gpu == "h100-sxm") EXPECT_EQ(gc.borrowed.count("elementwise/hbm"), 1u);
+}
+
 TEST(PublishedFit, APointAboveItsCeilingIsLeftOutWithTheRatesNotClamped) {
   // 3.5 TB/s measured on a 3.35 TB/s h100-sxm: a data error, listed with both rates and fitted nowhere.
   const auto pts = load_measurements(

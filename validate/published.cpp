@@ -18,7 +18,8 @@ namespace {
 
 const std::vector<std::string> kFamilies = {"decode_attention", "sparse_attention", "h2d_copy", "d2h_copy",
                                             "scattered_copy",   "gather",           "gemv",     "gemm",
-                                            "topk",             "launch"};
+                                            "topk",             "prefill_attention", "rmsnorm",
+                                            "launch"};
 
 double dtype_bytes(const std::string& t) {
   if (t == "fp32") return 4;
@@ -47,6 +48,21 @@ double matmul_bytes(const PublishedPoint& p) {
   return (p.n * p.k + m * (p.n + p.k)) * dtype_bytes(p.dtype);
 }
 
+// The FLOPs of a prefill (forward) attention as model/transformer.cpp's prefill_attention phase counts
+// them: q.k and p.v over every score of every query head, 4 d FLOPs, plus ~5 for the softmax; causal,
+// query i sees i keys (s (s + 1) / 2 scores per head), else all s. FlashAttention's benchmarks count
+// 4 s^2 d per head (halved when causal), so the same time is 1 + 5/(4d) + 1/s more FLOPs here.
+double prefill_attention_flops(const PublishedPoint& p) {
+  const double s = p.context_tokens;
+  const double scores = p.causal ? s * (s + 1) / 2 : s * s;
+  return p.batch * p.q_heads * scores * (4 * p.head_dim + 5);
+}
+
+// The FLOPs of a compute-bound point, as the model counts them for its phase.
+double work_flops(const PublishedPoint& p) {
+  return p.family == "prefill_attention" ? prefill_attention_flops(p) : matmul_flops(p);
+}
+
 // A gemm point measures the HBM ceiling when its arithmetic intensity is below the GPU's ridge
 // (tensor peak / HBM bandwidth: a skinny decode GEMM of a few tokens streams its weights), and the
 // tensor ceiling above it (a prefill-size GEMM). Without the GPU's datasheet the ridge is unknown.
@@ -67,6 +83,9 @@ bool curve_of(const PublishedPoint& p, const GpuSpec* gpu, CurveKey& key) {
   else if (f == "gather") key = {PhaseKind::gather, Ceiling::hbm, CurveVariable::run_bytes};
   else if (f == "gemv") key = {PhaseKind::gemm, Ceiling::hbm, CurveVariable::bytes};
   else if (f == "topk") key = {PhaseKind::select, Ceiling::hbm, CurveVariable::bytes};
+  // Against the sequence length: the planner sets a prefill phase's context_tokens to the prompt.
+  else if (f == "prefill_attention") key = {PhaseKind::prefill_attention, Ceiling::tensor, CurveVariable::context_tokens};
+  else if (f == "rmsnorm") key = {PhaseKind::elementwise, Ceiling::hbm, CurveVariable::bytes};
   else if (f == "gemm" && gpu)
     key = {PhaseKind::gemm, gemm_is_bandwidth_bound(p, *gpu) ? Ceiling::hbm : Ceiling::tensor, CurveVariable::bytes};
   else return false;  // launch; a gemm on a GPU outside the library (its ridge is unknown)
@@ -118,6 +137,25 @@ bool work_of(const PublishedPoint& p, double& bytes, double& x, std::string& why
     // selection) and its k indices written.
     if (p.n <= 0) { why = "needs n"; return false; }
     bytes = p.rows * (2 * p.n * 4 + std::max(0.0, p.k) * 4);
+    x = bytes;
+  } else if (f == "prefill_attention") {
+    // One forward attention over whole sequences (q, k, v of s tokens each). Only what the model's
+    // prefill_attention phase is makes its curve: causal, at a 16-bit activation dtype (its FLOPs run
+    // at the tensor_act peak). Other rows of a table are kept in the data and listed as not fitted.
+    if (p.context_tokens <= 0 || p.q_heads <= 0 || p.head_dim <= 0) { why = "needs context_tokens, q_heads and head_dim"; return false; }
+    if (!p.causal) { why = "not causal: the model's prefill attention is causal (model/transformer.cpp); recorded, not fitted"; return false; }
+    if (p.dtype != "fp16" && p.dtype != "bf16") { why = p.dtype + ": the model's prefill attention runs at the 16-bit activation peak; recorded, not fitted"; return false; }
+    const double kv = p.kv_heads > 0 ? p.kv_heads : p.q_heads;
+    bytes = p.batch * p.context_tokens * (2 * p.q_heads + 2 * kv) * p.head_dim * b;  // q in, o out, k and v read
+    x = p.context_tokens;
+  } else if (f == "rmsnorm") {
+    // One RMSNorm over `rows` rows of `hidden`: x read and y written (with `residual`, the fused add
+    // reads x and the residual and writes both), as model/transformer.cpp's norm phases count one norm
+    // (the weight's `hidden` elements, which they leave out, too). Only a single fused kernel is what
+    // those phases are (one launch per norm); an eager module of several kernels is not fitted.
+    if (p.rows <= 0 || p.hidden <= 0) { why = "needs rows and hidden"; return false; }
+    if (!p.one_kernel) { why = "several kernels (an unfused eager module): the model's norm is one fused kernel per norm; recorded, not fitted"; return false; }
+    bytes = p.rows * p.hidden * b * (p.residual ? 4 : 2);
     x = bytes;
   } else {
     why = "no curve for family " + f;
@@ -252,7 +290,7 @@ bool efficiency_of(const PublishedPoint& p, const GpuSpec* g, const CurveKey& ke
     DType dt = DType::fp16;
     parse_dtype(p.dtype, dt);
     const double peak = g->tensor_peak(dt) > 0 ? g->tensor_peak(dt) : g->tensor_fp16;
-    e = matmul_flops(p) * p.calls / t / peak;
+    e = work_flops(p) * p.calls / t / peak;
     rates = fmt("%.1f", e * peak / 1e12) + " TFLOP/s over " + hw + "tensor_" + p.dtype + "_tflops " + fmt("%.1f", peak / 1e12);
   } else {
     const double rate = p.bandwidth_bytes_s > 0 ? p.bandwidth_bytes_s : bytes * p.calls / p.time_s;
@@ -340,6 +378,10 @@ std::vector<PublishedPoint> load_published(const std::string& path) {
     p.kernel = c.string("kernel", "");
     p.api = c.string("api", "");
     p.direction = c.choice("direction", {"h2d", "d2h"}, "h2d");
+    p.causal = c.boolean("causal", true);
+    p.hidden = c.number("hidden", any, 0.0);
+    p.residual = c.boolean("residual", false);
+    p.one_kernel = c.boolean("one_kernel", true);
     c.string("note", "");
     c.finish();
     YamlMap me = m.map("measured");
@@ -492,7 +534,7 @@ std::string published_calibration_yaml(const GpuCalibration& g, const std::strin
       << (f.heldout_error >= 0 ? ", held-out error " + fmt("%.1f", 100 * f.heldout_error) + "%" : std::string())
       << "\"\n    points: [";
     for (size_t i = 0; i < xs.size(); ++i)
-      o << (i ? ", " : "") << "[" << fmt("%.6g", xs[i]) << ", " << fmt("%.4g", std::max(1e-4, f.at(xs[i]))) << "]";
+      o << (i ? ", " : "") << "[" << fmt("%.10g", xs[i]) << ", " << fmt("%.4g", std::max(1e-4, f.at(xs[i]))) << "]";
     o << "]\n";
   }
   return o.str();
@@ -501,6 +543,7 @@ std::string published_calibration_yaml(const GpuCalibration& g, const std::strin
 namespace {
 
 std::string x_text(const CurveFit& c, double x) {
+  if (c.x == CurveVariable::context_tokens) return fmt("%.3g tokens", x);
   return c.x == CurveVariable::run_bytes ? fmt("%.3g B runs", x) : fmt("%.3g B", x);
 }
 

@@ -21,6 +21,11 @@
 //   gemm above it                       gemm       tensor   bytes      the same bytes (x); 2mnk FLOPs / tensor peak
 //   topk                                select     hbm      bytes      rows x (2 n + k) x 4: the fp32 scores read
 //                                                                      twice, k indices written (blocks.hpp select)
+//   prefill_attention                   prefill_   tensor   context_   FLOPs as the model's phase: B Hq scores
+//                                       attention           tokens     (4 d + 5), scores s (s + 1) / 2 (causal);
+//                                                                      non-causal and fp8 points are not fitted
+//   rmsnorm                             elementwise hbm      bytes      rows x hidden x b x 2 (x in, y out), x 4
+//                                                                      with the fused residual add; one kernel only
 //   launch                              (reported next to the hardware file's launch latency)
 //
 // Per GPU and curve, the fit is a saturating curve e(x) = e_max x / (x + x_half) — small work cannot
@@ -60,6 +65,10 @@ struct PublishedPoint {
   double kv_bytes_per_token = 0;  // overrides the K and V bytes of one token (all KV heads), for layouts the two above do not describe
   double bytes = 0, calls = 1, run_bytes = 0, m = 0, n = 0, k = 0, rows = 1;
   bool pinned = true, graph = false, read_off_chart = false;
+  bool causal = true;     // prefill_attention: a causal mask (only causal points make the model's curve)
+  double hidden = 0;      // rmsnorm: the row width
+  bool residual = false;  // rmsnorm: fused with the residual add (reads x and the residual, writes both)
+  bool one_kernel = true; // rmsnorm: one fused kernel (false: an eager module of several; not fitted)
   std::string direction;  // scattered_copy: "h2d" (default) or "d2h"
   // measured: exactly one is > 0
   double time_s = 0, bandwidth_bytes_s = 0, fraction_of_peak = 0;
