@@ -36,13 +36,27 @@ double EfficiencyCurve::at(double x, bool* outside) const {
   return lo->second + t * (hi->second - lo->second);
 }
 
+void Calibration::index_curves() {
+  for (auto& v : by_key_) v.clear();
+  for (size_t i = 0; i < curves.size(); ++i)
+    by_key_[size_t(curves[i].kind) * size_t(Ceiling::count) + size_t(curves[i].ceiling)].push_back(uint16_t(i));
+  indexed_ = curves.size() <= 0xffff ? curves.size() : size_t(-1);
+}
+
 const EfficiencyCurve* Calibration::curve_for(const Phase& p, Ceiling c) const {
   const EfficiencyCurve* kind_curve = nullptr;
-  for (const auto& cv : curves) {
-    if (cv.kind != p.kind || cv.ceiling != c) continue;
-    if (!cv.phase.empty() && cv.phase == p.name) return &cv;
+  auto consider = [&](const EfficiencyCurve& cv) {
+    if (!cv.phase.empty() && cv.phase == p.name) return true;
     if (cv.phase.empty() && !kind_curve) kind_curve = &cv;
+    return false;
+  };
+  if (indexed_ == curves.size()) {
+    for (uint16_t i : by_key_[size_t(p.kind) * size_t(Ceiling::count) + size_t(c)])
+      if (consider(curves[i])) return &curves[i];
+    return kind_curve;
   }
+  for (const auto& cv : curves)
+    if (cv.kind == p.kind && cv.ceiling == c && consider(cv)) return &cv;
   return kind_curve;
 }
 
@@ -201,6 +215,7 @@ Calibration load_calibration(YamlMap m) {
   c.calibrated = !c.curves.empty();
   for (const auto& e : c.per_kind)
     for (double v : e.of) c.calibrated |= (v != 1.0);
+  c.index_curves();
   return c;
 }
 
@@ -228,6 +243,7 @@ Calibration combine_calibrations(const Calibration& gpu_side, const Calibration&
     if (!is_host_ceiling(cv.ceiling)) c.curves.push_back(cv);
   for (const auto& cv : host_side.curves)
     if (is_host_ceiling(cv.ceiling)) c.curves.push_back(cv);
+  c.index_curves();
   return c;
 }
 

@@ -121,6 +121,16 @@ struct Calibration {
   std::string constant_source(PhaseKind k, Ceiling c) const;
   // The curve that applies to phase p on ceiling c, or nullptr.
   const EfficiencyCurve* curve_for(const Phase& p, Ceiling c) const;
+  // Indexes `curves` by (kind, ceiling) so that curve_for looks only at the curves of its key (most
+  // phase/ceiling pairs have none). The loaders call it; after changing `curves` by hand, call it again
+  // (until then curve_for scans every curve, which gives the same answer).
+  void index_curves();
+
+ private:
+  std::array<std::vector<uint16_t>, size_t(PhaseKind::count) * size_t(Ceiling::count)> by_key_;
+  size_t indexed_ = size_t(-1);  // curves.size() when indexed; another size: scan them all
+
+ public:
 };
 
 Calibration load_calibration(YamlMap m);
