@@ -129,8 +129,6 @@ struct Calibration {
  private:
   std::array<std::vector<uint16_t>, size_t(PhaseKind::count) * size_t(Ceiling::count)> by_key_;
   size_t indexed_ = size_t(-1);  // curves.size() when indexed; another size: scan them all
-
- public:
 };
 
 Calibration load_calibration(YamlMap m);

@@ -20,6 +20,13 @@ struct HostSpec {
   double clock_hz = 0;
 };
 
+// The rule that carries a per-call host cost (a single-threaded instruction stream: dispatch, a call,
+// a fork and join) from the host it was measured on to another: times scale by measured clock / target
+// clock. 1 when either clock is not given (0).
+inline double clock_time_scale(double measured_hz, double target_hz) {
+  return measured_hz > 0 && target_hz > 0 ? measured_hz / target_hz : 1.0;
+}
+
 HostSpec load_host(YamlMap m);
 
 }  // namespace kvsim

@@ -43,7 +43,6 @@ const HostOpsPhase* HostOpsProfile::find(std::string_view phase) const {
 HostOpsProfile load_host_ops_file(const std::string& path) {
   YamlMap m(load_yaml_file(path), path, "");
   HostOpsProfile h;
-  h.file = path;
   (void)m.choice("schema", {"kvsim.host_profile/1"});
   h.name = m.string("name");
   h.framework = m.string("framework", "");
@@ -65,20 +64,20 @@ HostOpsProfile load_host_ops_file(const std::string& path) {
   return h;
 }
 
-double HostOpsOnTarget::rate(const HostOpsPhase& p, double bytes, bool* outside) const {
-  const double per_thread = p.rate_per_thread.at(bytes, outside) * clock_ratio;
+double HostOpsOnTarget::rate(const HostOpsPhase& p, double bytes, double cores, double dram, bool* outside) const {
+  const double per_thread = p.rate_per_thread.at(bytes, outside) / time_scale;
   return std::min(dram, cores * per_thread);
 }
 
-std::string host_ops_note(const HostOpsOnTarget& t) {
+std::string host_ops_note(const HostOpsOnTarget& t, double cores, double dram) {
   const HostOpsProfile& p = *t.profile;
   std::string names;
   for (const auto& ph : p.phases) names += (names.empty() ? "" : ", ") + ph.name;
   std::string s = "host phases " + names + " run as framework operators (" + p.name + ": " + p.framework +
                   ", measured on " + p.measured_on.name + " with " + std::to_string(p.threads) +
-                  " threads), scaled to " + format_number(t.cores) + " cores, " + format_number(t.dram / kGB) +
+                  " threads), scaled to " + format_number(cores) + " cores, " + format_number(dram / kGB) +
                   " GB/s of DRAM and ";
-  s += t.clock_known ? "a clock " + fmt("%.2f", t.clock_ratio) + "x the measuring host's"
+  s += t.clock_known ? "a clock " + fmt("%.2f", 1 / t.time_scale) + "x the measuring host's"
                      : "the measuring host's clock (a clock_ghz is missing, so not scaled by clock)";
   return s;
 }

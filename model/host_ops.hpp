@@ -32,7 +32,7 @@ struct HostOpsPhase {
 };
 
 struct HostOpsProfile {
-  std::string name, framework, file;
+  std::string name, framework;
   HostSpec measured_on;  // the host it was measured on (its clock is the scaling rule's reference)
   int threads = 1;       // intra-op threads of the measurement
   std::vector<HostOpsPhase> phases;
@@ -42,20 +42,20 @@ struct HostOpsProfile {
 // Reads a `kvsim.host_profile/1` file (schema in docs/scenarios.md); errors name the file and field.
 HostOpsProfile load_host_ops_file(const std::string& path);
 
-// The profile scaled to one target host (this GPU's share of it): what the roofline and the simulator
-// read for a host phase the profile names (model/roofline.hpp, host_limits).
+// The profile on one target host: what the roofline and the simulator read for a host phase the
+// profile names (model/roofline.hpp, host_limits), with the target's cores and DRAM bandwidth (this
+// GPU's share, from the Machine).
 struct HostOpsOnTarget {
   std::shared_ptr<const HostOpsProfile> profile;
-  double clock_ratio = 1;     // clock_target / clock_measured (1 when either is unknown)
+  double time_scale = 1;  // clock_measured / clock_target (clock_time_scale; 1 when either is unknown)
   bool clock_known = false;
-  double cores = 1, dram = 0;  // the target's cores and DRAM bandwidth (this GPU's share)
   // Fixed seconds per layer and the data rate (bytes/s) for `bytes` per layer of the phase on the target.
-  double fixed_s(const HostOpsPhase& p) const { return p.fixed_s / clock_ratio; }
-  double rate(const HostOpsPhase& p, double bytes, bool* outside = nullptr) const;
+  double fixed_s(const HostOpsPhase& p) const { return p.fixed_s * time_scale; }
+  double rate(const HostOpsPhase& p, double bytes, double cores, double dram, bool* outside = nullptr) const;
 };
 
 // The plan's note on a scenario whose host phases run as framework operators: which phases, the profile,
-// where it was measured and how it was scaled to this host.
-std::string host_ops_note(const HostOpsOnTarget& t);
+// where it was measured and how it was scaled to this host (`cores`, `dram`: the Machine's).
+std::string host_ops_note(const HostOpsOnTarget& t, double cores, double dram);
 
 }  // namespace kvsim

@@ -77,8 +77,7 @@ void apply_implementation(Deployment& d, const Implementation& impl) {
     // The host pays the dispatch and the launch call per operator; the GPU pays only its own
     // per-kernel gap (the in-graph latency), since the host-side launch cost is on the dispatch stream.
     // Measured on another host: scaled by one core's clock (the target's over the measuring host's).
-    const double target_hz = d.host ? d.host->clock_hz : 0;
-    const double slow = impl.dispatch_clock_hz > 0 && target_hz > 0 ? impl.dispatch_clock_hz / target_hz : 1.0;
+    const double slow = clock_time_scale(impl.dispatch_clock_hz, d.host ? d.host->clock_hz : 0);
     const double op = impl.dispatch_us * 1e-6 * slow, launch = d.gpu->host_launch_latency;
     d.machine.dispatch_layer_s = impl.ops_per_layer * op + impl.kernels_per_layer * launch;
     d.machine.dispatch_step_s = impl.ops_per_step * op + impl.kernels_per_step * launch + impl.loop_us * 1e-6 * slow;
@@ -92,9 +91,7 @@ void apply_implementation(Deployment& d, const Implementation& impl) {
     t.profile = impl.host_ops;
     const double measured = impl.host_ops->measured_on.clock_hz, target = d.host ? d.host->clock_hz : 0;
     t.clock_known = measured > 0 && target > 0;
-    t.clock_ratio = t.clock_known ? target / measured : 1.0;
-    t.cores = d.machine.host_cores;
-    t.dram = d.machine.dram;
+    t.time_scale = clock_time_scale(measured, target);
     d.machine.host_ops = std::make_shared<const HostOpsOnTarget>(std::move(t));
   }
 }

@@ -140,7 +140,8 @@ PlanResult evaluate(const DesignPoint& p) {
   r.output_tokens = p.output_tokens;
   r.memory = plan_memory(p, &r.reason);
   p.policy->notes(*p.deployment, *p.params, double(p.context_tokens), double(p.output_tokens), r.notes);
-  if (const auto& ops = p.deployment->machine.host_ops) r.notes.push_back(host_ops_note(*ops));
+  if (const auto& ops = p.deployment->machine.host_ops)
+    r.notes.push_back(host_ops_note(*ops, p.deployment->machine.host_cores, p.deployment->machine.dram));
   r.batch = p.batch > 0 ? p.batch : r.memory.max_batch;
   r.feasible = r.reason.empty();
   if (!r.feasible) return r;

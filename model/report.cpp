@@ -56,10 +56,14 @@ void index_line(std::ostream& o, const PlanResult& r) {
   o << "\n";
 }
 
+// "kind/ceiling" of an unmeasured phase, as the text and the CSV name it.
+std::string kind_ceiling(const UnmeasuredPhase& u) {
+  return std::string(to_string(u.kind)) + "/" + std::string(kCeilingNames[size_t(u.ceiling)]);
+}
+
 // The phases a fallback constant timed (PlanResult::unmeasured_phases), one entry each.
 std::string unmeasured_text(const UnmeasuredPhase& u) {
-  std::string t = std::string(u.name) + " (" + std::string(to_string(u.kind)) + "/" +
-                  std::string(kCeilingNames[size_t(u.ceiling)]) + ": constant " + fmt("%.2f", u.constant) + " from " + u.from;
+  std::string t = std::string(u.name) + " (" + kind_ceiling(u) + ": constant " + fmt("%.2f", u.constant) + " from " + u.from;
   if (u.efficiency < 0.995 * u.constant) t += ", x" + fmt("%.2f", u.efficiency / u.constant) + " gather run-length estimate";
   return t + ")";
 }
@@ -282,8 +286,7 @@ std::string plan_csv(const Scenario& s, const std::vector<PlanResult>& results) 
     for (const auto& n : r.extrapolated_phases()) ex += (ex.empty() ? "" : ";") + n;
     std::string un;
     for (const UnmeasuredPhase& u : r.unmeasured_phases(s.calibration))
-      un += (un.empty() ? "" : ";") + std::string(u.name) + "=" + std::string(to_string(u.kind)) + "/" +
-            std::string(kCeilingNames[size_t(u.ceiling)]) + "@" + fmt("%.4g", u.efficiency);
+      un += (un.empty() ? "" : ";") + std::string(u.name) + "=" + kind_ceiling(u) + "@" + fmt("%.4g", u.efficiency);
     const PlanResult::AtBatch& a = r.at_full_batch;
     const bool at = r.has_at_full_batch && a.feasible;
     o << csv_field(ex) << "," << csv_field(un) << "," << s.workload.tensor_parallel << "," << num(r.memory.index_hbm_bytes) << ","

@@ -25,11 +25,7 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   const HostLimits host = on_host ? host_limits(p, m) : HostLimits{};
   s.latency = on_host && host.own_fixed(p) ? host.fixed_s : p.work.launches * m.kernel_latency;
   s.amount.assign(size_t(Resource::count), 0.0);
-  // A framework host phase's rate is measured whole (host_limits): efficiency 1 on the host's ceilings.
-  auto eff = [&](Ceiling c) {
-    if (host.framework && (c == Ceiling::dram || c == Ceiling::host_compute)) return 1.0;
-    return phase_efficiency(p, c, m);
-  };
+  auto eff = [&](Ceiling c) { return limited_efficiency(p, c, m, host); };
   auto put = [&](Resource r, double amount, Ceiling c) {
     if (amount > 0) s.amount[size_t(r)] += amount / eff(c);
   };

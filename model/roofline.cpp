@@ -14,12 +14,10 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
   m.host_compute = host.fp32 / gpus_per_host;
   m.host_cores = std::max(1.0, double(host.cores) / gpus_per_host);
   m.host_threads = cal.host_threads;
-  // Measured on another host: the per-call costs scale by one core's clock (measured over target).
-  if (cal.host_threads.clock_hz > 0 && host.clock_hz > 0) {
-    const double slow = cal.host_threads.clock_hz / host.clock_hz;
-    m.host_threads.call_s *= slow;
-    m.host_threads.region_s *= slow;
-  }
+  // Measured on another host: the per-call costs scale by one core's clock.
+  const double slow = clock_time_scale(cal.host_threads.clock_hz, host.clock_hz);
+  m.host_threads.call_s *= slow;
+  m.host_threads.region_s *= slow;
   m.hbm = gpu.hbm_bandwidth;
   m.dram = host.dram_bandwidth / gpus_per_host;
   m.h2d = gpu.h2d_pinned;
@@ -40,7 +38,7 @@ HostLimits host_limits(const Phase& p, const Machine& m) {
       const double instances = std::max(1.0, double(p.repeat));
       h.framework = true;
       h.threads = m.host_cores, h.compute = m.host_compute;
-      h.dram = m.host_ops->rate(*f, p.work.dram_bytes / instances, &h.outside);
+      h.dram = m.host_ops->rate(*f, p.work.dram_bytes / instances, m.host_cores, m.dram, &h.outside);
       h.fixed_s = instances * m.host_ops->fixed_s(*f);
       return h;
     }
@@ -73,16 +71,20 @@ double phase_efficiency(const Phase& p, Ceiling c, const Machine& m, bool* outsi
   return cal.efficiency(p, c, phase_bytes_on(p, c), outside, curve);
 }
 
+double limited_efficiency(const Phase& p, Ceiling c, const Machine& m, const HostLimits& h, bool* outside,
+                          bool* curve) {
+  if (h.framework && is_host_ceiling(c)) {
+    if (curve) *curve = true;
+    return 1.0;
+  }
+  return phase_efficiency(p, c, m, outside, curve);
+}
+
 PhaseTime roofline(const Phase& p, const Machine& m) {
   const bool on_host = p.unit == ComputeUnit::host;
   const HostLimits h = on_host ? host_limits(p, m) : HostLimits{};
   bool outside = h.outside;
-  // A framework host phase's rate is measured whole (host_limits): efficiency 1 on the host's ceilings,
-  // a measurement (never flagged as a fallback).
-  auto eff = [&](Ceiling c, bool* curve) {
-    if (h.framework && (c == Ceiling::dram || c == Ceiling::host_compute)) return *curve = true, 1.0;
-    return phase_efficiency(p, c, m, &outside, curve);
-  };
+  auto eff = [&](Ceiling c, bool* curve) { return limited_efficiency(p, c, m, h, &outside, curve); };
   const Work& w = p.work;
   PhaseTime t;
   // Only the ceilings the phase uses are looked up: a curve is never read (or flagged as

@@ -89,6 +89,11 @@ HostLimits host_limits(const Phase& p, const Machine& m);
 // its range would flag an extrapolation the phase's time does not rest on. Every other phase: the
 // curve for its name and kind (Calibration::efficiency). *outside as there.
 double phase_efficiency(const Phase& p, Ceiling c, const Machine& m, bool* outside = nullptr, bool* curve = nullptr);
+// phase_efficiency for a phase whose host limits are `h` (host_limits; HostLimits{} off the host): a
+// framework host phase's rate is measured whole, so its host ceilings run at efficiency 1, a
+// measurement (*curve true). The roofline and the simulator both divide by this.
+double limited_efficiency(const Phase& p, Ceiling c, const Machine& m, const HostLimits& h, bool* outside = nullptr,
+                          bool* curve = nullptr);
 
 struct PhaseTime {
   double seconds = 0;

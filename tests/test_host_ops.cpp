@@ -38,10 +38,8 @@ Machine target(double cores, double dram, double clock_ratio, const Calibration&
   m.calibration = &cal;
   HostOpsOnTarget t;
   t.profile = profile(4e9);
-  t.clock_ratio = clock_ratio;
+  t.time_scale = 1 / clock_ratio;
   t.clock_known = true;
-  t.cores = cores;
-  t.dram = dram;
   m.host_ops = std::make_shared<const HostOpsOnTarget>(t);
   return m;
 }
