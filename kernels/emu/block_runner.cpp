@@ -1,4 +1,5 @@
 #include "kernels/emu/block_runner.hpp"
+#include "kernels/emu/counters.hpp"
 
 #include <boost/context/fiber.hpp>
 #include <cstring>
@@ -414,6 +415,15 @@ void run_grid(const char* kernel, const LaunchConfig& cfg, KernelEntry entry, co
   } catch (...) {
     runner.abandon();
     throw;
+  }
+  if (CountSink::active()) {
+    // Memory traffic is filled in by the access checker (kernels/emu/checker.*) once it exists.
+    LaunchCounts c;
+    c.kernel = kernel;
+    c.grid = cfg.grid;
+    c.block = cfg.block;
+    c.dynamic_shared_bytes = cfg.shared_bytes;
+    CountSink::launch(c);
   }
 }
 

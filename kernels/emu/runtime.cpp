@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 
+#include "kernels/emu/counters.hpp"
 #include "kernels/emu/device_memory.hpp"
 
 struct CUstream_st {};
@@ -130,16 +131,22 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   if (bytes == 0) return cudaSuccess;
   if (!dst || !src || !kvsim::emu::copy_ranges_valid(dst, src, bytes, kind)) return record_error(cudaErrorInvalidValue);
   std::memmove(dst, src, bytes);
+  kvsim::emu::CountSink::copy(bytes, /*blocking=*/true);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   if (!kvsim::emu::valid_stream(stream)) return record_error(cudaErrorInvalidResourceHandle);
-  return cudaMemcpy(dst, src, bytes, kind);
+  if (bytes == 0) return cudaSuccess;
+  if (!dst || !src || !kvsim::emu::copy_ranges_valid(dst, src, bytes, kind)) return record_error(cudaErrorInvalidValue);
+  std::memmove(dst, src, bytes);
+  kvsim::emu::CountSink::copy(bytes, /*blocking=*/false);
+  return cudaSuccess;
 }
 cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   if (!p || !kvsim::emu::accessible_from_device(p, bytes)) return record_error(cudaErrorInvalidValue);
   std::memset(p, value, bytes);
+  kvsim::emu::CountSink::memset_op();
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
@@ -147,7 +154,10 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t strea
   return cudaMemset(p, value, bytes);
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  kvsim::emu::CountSink::host_sync();
+  return cudaSuccess;
+}
 
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
   if (!s) return record_error(cudaErrorInvalidValue);
@@ -161,6 +171,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  kvsim::emu::CountSink::host_sync();
   return record_error(kvsim::emu::valid_stream(s) ? cudaSuccess : cudaErrorInvalidResourceHandle);
 }
 
@@ -183,6 +194,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  kvsim::emu::CountSink::host_sync();
   return record_error(e && kvsim::emu::events().contains(e) ? cudaSuccess : cudaErrorInvalidResourceHandle);
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {

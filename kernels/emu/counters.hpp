@@ -1,0 +1,75 @@
+// What emulated kernels did, counted the way the hardware would see it: per launch, the warp-level
+// global accesses and the 32-byte sectors they touch after coalescing, the bytes the lanes actually
+// asked for, and per host thread the launches, memsets, copies and host synchronizations. This is what
+// `kvsim validate --device emu` compares with the phase model's bytes and launches (issue #28 item 2).
+//
+// Counting is off unless a CountScope is alive on the calling host thread, so ordinary kernel tests pay
+// nothing for it. Scopes nest: every live scope of the thread sees every event.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/emu/vector_types.hpp"
+
+namespace kvsim::emu {
+
+// One kernel launch. Global traffic only (device and mapped pinned memory); shared memory is on-chip.
+struct LaunchCounts {
+  std::string kernel;  // the name as written at the launch (KVSIM_LAUNCH's first argument)
+  dim3 grid{}, block{};
+  size_t dynamic_shared_bytes = 0;
+  // Warp-level memory instructions: the lanes of one warp executing the same access (same source
+  // location, same dynamic instance) form one instruction; its sectors are the distinct 32-byte aligned
+  // segments the lanes touch, its useful bytes the distinct bytes they touch.
+  uint64_t load_instructions = 0, store_instructions = 0, atomic_instructions = 0;
+  uint64_t load_sectors = 0, store_sectors = 0, atomic_sectors = 0;
+  uint64_t load_useful_bytes = 0, store_useful_bytes = 0, atomic_useful_bytes = 0;
+
+  uint64_t sectors() const { return load_sectors + store_sectors + atomic_sectors; }
+  uint64_t sector_bytes() const { return 32 * sectors(); }
+  uint64_t useful_bytes() const { return load_useful_bytes + store_useful_bytes + atomic_useful_bytes; }
+  // useful / fetched: 1 for perfectly coalesced, aligned accesses.
+  double efficiency() const { return sectors() ? double(useful_bytes()) / double(sector_bytes()) : 1.0; }
+};
+
+struct Counts {
+  std::vector<LaunchCounts> launches;  // in launch order
+  uint64_t memsets = 0;      // cudaMemset[Async]: one device operation each (a launch on a GPU)
+  uint64_t copies = 0;       // cudaMemcpy[Async] of any direction
+  uint64_t copy_bytes = 0;
+  // Points where the host waits for the device: cudaDeviceSynchronize, cudaStreamSynchronize,
+  // cudaEventSynchronize, and every blocking cudaMemcpy (CUDA returns only once the copy is done).
+  uint64_t host_syncs = 0;
+
+  uint64_t kernel_launches() const { return launches.size(); }
+  uint64_t sectors() const;
+  uint64_t useful_bytes() const;
+};
+
+// RAII: counts everything the calling host thread's emulated CUDA calls do while it is alive.
+class CountScope {
+ public:
+  CountScope();
+  ~CountScope();
+  CountScope(const CountScope&) = delete;
+  CountScope& operator=(const CountScope&) = delete;
+  const Counts& counts() const { return counts_; }
+
+ private:
+  friend struct CountSink;
+  Counts counts_;
+  CountScope* outer_ = nullptr;
+};
+
+// ---- called by the emulator itself ----
+struct CountSink {
+  static bool active();  // any scope alive on this thread
+  static void launch(const LaunchCounts& c);
+  static void memset_op();
+  static void copy(size_t bytes, bool blocking);
+  static void host_sync();
+};
+
+}  // namespace kvsim::emu
