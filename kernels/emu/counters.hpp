@@ -59,8 +59,22 @@ class CountScope {
 
  private:
   friend struct CountSink;
+  friend class CountPause;
   Counts counts_;
   CountScope* outer_ = nullptr;
+};
+
+// RAII: while alive, nothing on this thread is counted (setting up a kernel's inputs inside a scope that
+// should count only the kernel: uploads are copies and host synchronizations of their own).
+class CountPause {
+ public:
+  CountPause();
+  ~CountPause();
+  CountPause(const CountPause&) = delete;
+  CountPause& operator=(const CountPause&) = delete;
+
+ private:
+  CountScope* saved_;
 };
 
 // ---- called by the emulator itself ----

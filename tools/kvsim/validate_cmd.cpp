@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "kernels/cuda_device.hpp"
+#include "policies/phase_traffic.hpp"
 #include "validate/gpu_kit.hpp"
 #include "validate/host_threads.hpp"
 #include "validate/validate.hpp"
@@ -20,6 +21,7 @@ struct ValidateCommand {
   CLI::App* cmd = nullptr;
   std::string device = "cpu", out, report, format = "table", host, hardware, name, filter;
   bool quick = false, kit = false;
+  std::vector<std::string> policies;
   std::string clock = "cpu";
   std::string kernels = "optimized";
   double probe_seconds = 2.0;
@@ -31,7 +33,10 @@ ValidateCommand* add_validate_command(CLI::App& app) {
   c.cmd = app.add_subcommand("validate",
                              "time every reference kernel against the roofline model on this machine's measured "
                              "ceilings; write a calibration file (docs/validation/)");
-  c.cmd->add_option("--device", c.device, "where the kernels run")->check(CLI::IsMember({"cpu", "cuda"}));
+  c.cmd->add_option("--device", c.device,
+                    "where the kernels run: cpu, cuda, or emu (the CUDA kernels through the emulator: per phase the "
+                    "model's bytes and launches beside the kernels' sectors, launches and host syncs; nothing timed)")
+      ->check(CLI::IsMember({"cpu", "cuda", "emu"}));
   c.cmd->add_option("--out", c.out, "write the fitted calibration YAML to FILE (atomically)");
   c.cmd->add_option("--report", c.report, "also write the report in --format to FILE (the table still goes to standard output)");
   c.cmd->add_option("--format", c.format, "report format")->check(CLI::IsMember({"table", "json", "csv"}));
@@ -54,6 +59,7 @@ ValidateCommand* add_validate_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "wall"}));
   c.cmd->add_option("--name", c.name, "the calibration's name (default: <host or GPU>-<device>)");
   c.cmd->add_option("--filter", c.filter, "only kernels whose phase name contains this");
+  c.cmd->add_option("--policy", c.policies, "--device emu: only these policies (repeatable; default: all)");
   c.cmd->add_option("--kernels", c.kernels,
                     "--device cpu: optimized (default: kernels/host where one exists, else the reference) or "
                     "reference (kvsim::ref throughout: the plain kernels' profile)")
@@ -71,6 +77,21 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) o.command += std::string(" ") + argv[i];
   if (o.quick) o.min_seconds = 0, o.sample_seconds = 0;
 
+  if (c.device == "emu") {
+    // Traffic, not time: the emulator counts what each kernel moves (policies/phase_traffic.hpp).
+    const GpuSpec gpu = load_gpu_file(
+        resolve(LibraryKind::hardware, c.hardware.empty() ? "h100-sxm" : c.hardware, "command line", 0, "--hardware"));
+    const HostSpec host = load_host_file(resolve(LibraryKind::host, c.host.empty() ? gpu.default_host : c.host,
+                                                 "command line", 0, "--host"));
+    const TrafficShape shape;
+    std::fprintf(stderr, "kvsim validate: running every linked phase's CUDA kernels through the emulator...\n");
+    const auto rows = phase_traffic(gpu, host, shape, c.policies);
+    const std::string text = c.format == "json" ? phase_traffic_json(rows, shape) : phase_traffic_table(rows, shape);
+    if (!c.report.empty()) write_file_atomic(c.report, text);
+    const std::string shown = c.report.empty() ? text : phase_traffic_table(rows, shape);
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
+    return 0;
+  }
   validate::Ceilings ce;
   ce.device = c.device;
   std::vector<validate::Case> cases;
