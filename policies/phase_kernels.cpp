@@ -125,6 +125,26 @@ void page_bound(int64_t pages, int dim) {
   R::quest_page_bound(q.get(), lo.get(), hi.get(), pages, dim, b.get());
 }
 
+void merge_states(int rows, int dim) {
+  Setup setup;
+  auto oa = random_buffer(size_t(rows) * dim, 15), ob = random_buffer(size_t(rows) * dim, 16);
+  auto la = random_buffer(size_t(rows), 17), lb = random_buffer(size_t(rows), 18);
+  Buf<float> lse{size_t(rows)};
+  setup.done();
+  R::merge_state(oa.get(), la.get(), ob.get(), lb.get(), rows, dim, oa.get(), lse.get());
+}
+
+void segment_means(int64_t segments, int rows_per_segment, int dim) {
+  Setup setup;
+  auto X = random_buffer(size_t(segments * rows_per_segment) * dim, 19);
+  std::vector<int32_t> starts(static_cast<size_t>(segments));
+  for (int64_t i = 0; i < segments; ++i) starts[size_t(i)] = int32_t(i * rows_per_segment);
+  Buf<int32_t> st(starts);
+  Buf<float> out{size_t(segments) * dim};
+  setup.done();
+  R::segment_weighted_mean(X.get(), nullptr, segments * rows_per_segment, dim, st.get(), segments, out.get());
+}
+
 void gather_runs(int64_t rows, int64_t row_elems, int64_t run_rows) {
   Setup setup;
   run_rows = std::max<int64_t>(1, run_rows);

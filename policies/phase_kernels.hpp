@@ -56,6 +56,10 @@ void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, in
 void score_gemm(int queries, int64_t vectors, int dim);
 // Quest's page bound (the reference twin): one query against the min and max key of `pages` pages.
 void page_bound(int64_t pages, int dim);
+// Merge of two softmax states of `rows` rows of `dim` (the reference twin), in place into the first.
+void merge_states(int rows, int dim);
+// Mean of each of `segments` segments of `rows_per_segment` rows of `dim` (the reference twin).
+void segment_means(int64_t segments, int rows_per_segment, int dim);
 // The staging gather of `rows` rows of `row_elems` floats from mapped pinned host memory, in runs of
 // `run_rows` adjacent rows.
 void gather_runs(int64_t rows, int64_t row_elems, int64_t run_rows);

@@ -38,6 +38,18 @@ PhaseKernelLinks phase_kernels() {
   mask.kernels = "opt::chess_select: the three levels' selection";
   mask.launches = {"topk_kernel", "mark_kept_kernel"};
   links.push_back(mask);
+  PhaseKernelLink pv;
+  pv.phase = "page_vector";
+  pv.kernels = "ref::segment_weighted_mean (the filled page's mean key over every layer and KV head)";
+  pv.run = [](const Deployment& d, const ParamValues& v, const StepShape&, const Phase&) {
+    const int dim = int(d.model->layers * d.hkv_cached * d.model->head_dim);
+    kernel_blocks::segment_means(1, int(param_table().read(v).page_size), dim);
+  };
+  pv.runs_per_step = [](const ParamValues& v) { return 1.0 / param_table().read(v).page_size; };  // one page per page_size steps
+  pv.low = 0.8;
+  pv.why = "the model also charges the chunk and grid vectors' running update (3 vectors of the page's size); the "
+           "reference mean writes only the page's";
+  links.push_back(pv);
   links.push_back(attention_link("paged_attention", [](const ParamValues& v) { return int(param_table().read(v).page_size); }, true));
   return links;
 }

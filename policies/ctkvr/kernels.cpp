@@ -35,6 +35,13 @@ PhaseKernelLinks phase_kernels() {
   dedup.launches = {"topk_kernel", "mark_ivf_kernel", "compact_bitmap_kernel"};
   links.push_back(dedup);
   links.push_back(attention_link("gpu_attention", nullptr, false));
+  PhaseKernelLink merge;
+  merge.phase = "merge";
+  merge.kernels = "ref::merge_state (the CPU partials with the GPU's, in place)";
+  merge.run = [](const Deployment& d, const ParamValues&, const StepShape&, const Phase&) {
+    kernel_blocks::merge_states(int(d.hq), d.model->head_dim);
+  };
+  links.push_back(merge);
   return links;
 }
 
