@@ -90,13 +90,14 @@ std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& h
       for (const emu::LaunchCounts& l : counts.launches) {
         if (!matches(l.kernel, link->launches)) continue;
         r.kernel_names.push_back(l.kernel);
+        r.dram_bytes += double(l.unique_bytes());
         r.sector_bytes += double(l.sector_bytes());
         r.useful_bytes += double(l.useful_bytes());
         r.launches += 1;
       }
       r.memsets = double(counts.memsets);
       r.host_syncs = double(counts.host_syncs);
-      r.ratio = r.model_bytes > 0 ? r.sector_bytes / r.model_bytes : 0;
+      r.ratio = r.model_bytes > 0 ? r.dram_bytes / r.model_bytes : 0;
       rows.push_back(r);
     }
   }
@@ -112,29 +113,32 @@ std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const 
                 "bytes, launches, memsets and host synchronizations (CUDA emulator)\n\n",
                 s.query_heads, s.kv_heads, s.head_dim, s.context);
   o << b;
-  std::snprintf(b, sizeof b, "%-11s %-17s %9s %8s %9s %8s %6s %5s %5s %6s %6s  %s\n", "policy", "phase", "model B",
-                "launch", "sector B", "useful", "launch", "mset", "sync", "ratio", "bound", "kernels");
+  std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %7s %6s %5s %5s %6s %6s  %s\n", "policy", "phase",
+                "model B", "launch", "DRAM B", "request B", "useful", "launch", "mset", "sync", "ratio", "bound",
+                "kernels");
   o << b;
   for (const auto& r : rows) {
     if (!r.linked) {
-      std::snprintf(b, sizeof b, "%-11s %-17s %9s %8s %9s %8s %6s %5s %5s %6s %6s  %s\n", r.policy.c_str(),
+      std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %7s %6s %5s %5s %6s %6s  %s\n", r.policy.c_str(),
                     r.phase.c_str(), num(r.model_bytes).c_str(), num(r.model_launches).c_str(), "-", "-", "-", "-", "-",
-                    "-", "-", r.kernels.c_str());
+                    "-", "-", "-", r.kernels.c_str());
       o << b;
       continue;
     }
     const double eff = r.sector_bytes > 0 ? r.useful_bytes / r.sector_bytes : 0;
-    std::snprintf(b, sizeof b, "%-11s %-17s %9s %8s %9s %7.0f%% %6.0f %5.0f %5.0f %6.2f %6s  %s\n", r.policy.c_str(),
-                  r.phase.c_str(), num(r.model_bytes).c_str(), num(r.model_launches).c_str(), num(r.sector_bytes).c_str(),
-                  100 * eff, r.launches, r.memsets, r.host_syncs, r.ratio, r.within() ? "ok" : "OUT", r.kernels.c_str());
+    std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %6.0f%% %6.0f %5.0f %5.0f %6.2f %6s  %s\n",
+                  r.policy.c_str(), r.phase.c_str(), num(r.model_bytes).c_str(), num(r.model_launches).c_str(),
+                  num(r.dram_bytes).c_str(), num(r.sector_bytes).c_str(), 100 * eff, r.launches, r.memsets,
+                  r.host_syncs, r.ratio, r.within() ? "ok" : "OUT", r.kernels.c_str());
     o << b;
     if (!r.why.empty()) {
       std::snprintf(b, sizeof b, "%-29s allowed ratio [%.2g, %.2g]: %s\n", "", r.low, r.high, r.why.c_str());
       o << b;
     }
   }
-  o << "\nratio = kernel sector bytes / model bytes; bound: within the link's allowed range (+-10% unless explained). "
-       "useful = bytes the lanes asked for / sector bytes fetched.\n";
+  o << "\nDRAM B = distinct 32-byte sectors the kernels touched (DRAM traffic when a launch's working set fits L2); "
+       "request B = sectors of every warp-level request (repeats count); useful = bytes the lanes asked for / request "
+       "B; ratio = DRAM B / model B; bound: within the link's allowed range (+-10% unless explained).\n";
   return o.str();
 }
 
@@ -148,7 +152,8 @@ std::string phase_traffic_json(const std::vector<PhaseTrafficRow>& rows, const T
                         {"linked", r.linked}, {"kernels", r.kernels}, {"model_bytes", r.model_bytes},
                         {"model_launches", r.model_launches}};
     if (r.linked) {
-      x["sector_bytes"] = r.sector_bytes;
+      x["dram_bytes"] = r.dram_bytes;
+      x["request_sector_bytes"] = r.sector_bytes;
       x["useful_bytes"] = r.useful_bytes;
       x["launches"] = r.launches;
       x["memsets"] = r.memsets;

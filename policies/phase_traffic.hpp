@@ -27,10 +27,12 @@ struct PhaseTrafficRow {
   // The model: the phase's device-memory bytes (HBM; pinned host bytes for a zero-copy gather) and
   // launches for one run (per layer, per sequence, un-amortized).
   double model_bytes = 0, model_launches = 0;
-  // The kernels: fetched sector bytes, the useful bytes among them, launches, memsets, host syncs.
-  double sector_bytes = 0, useful_bytes = 0, launches = 0, memsets = 0, host_syncs = 0;
+  // The kernels: the bytes of the distinct 32-byte sectors each launch touched (its DRAM traffic with a
+  // working set that fits L2: what the model's bytes stand for), the sector bytes of every warp-level
+  // request (L1 requests: repeats count) and the useful bytes among those, launches, memsets, host syncs.
+  double dram_bytes = 0, sector_bytes = 0, useful_bytes = 0, launches = 0, memsets = 0, host_syncs = 0;
   std::vector<std::string> kernel_names;  // the launches counted, in order
-  double ratio = 0;                       // sector_bytes / model_bytes
+  double ratio = 0;                       // dram_bytes / model_bytes
   double low = 0.9, high = 1.1;
   std::string why;  // the link's explanation of a range wider than +-10%
   bool within() const { return !linked || (ratio >= low && ratio <= high); }
