@@ -145,7 +145,7 @@ Case cuda_opt_gather_runs() {
 
 Case cuda_opt_centroid_recall() {
   Case c{"cuda_opt_centroid_recall", false, PhaseKind::score, CurveVariable::bytes,
-         "opt::centroid_recall (G 4 cosines per centroid, top C/16, bitmap dedup of rho 64)", {1024, 4096, 16384, 65536},
+         "opt::centroid_recall (G 4 cosines per centroid; top C/16 + shared-bitmap dedup of rho 64 in one block)", {1024, 4096, 16384, 65536},
          4096, nullptr};
   c.make = [](double s, int, double cold) {
     const int G = 4, C = int(s), rho = 64, cp = std::max(1, C / 16);
@@ -159,19 +159,19 @@ Case cuda_opt_centroid_recall() {
       auto out = std::make_shared<DBuf<int32_t>>(size_t(cp) * rho), chosen = std::make_shared<DBuf<int32_t>>(size_t(cp)),
            count = std::make_shared<DBuf<int32_t>>(1);
       auto scores = std::make_shared<DBuf<float>>(size_t(C));
-      auto bits = std::make_shared<DBuf<unsigned>>(size_t((num_keys + 31) / 32));
       opt::CentroidRecallParams p;
       p.q = q->get(), p.centroids = cent->get(), p.ivf = divf->get(), p.out = out->get(), p.chosen = chosen->get();
       p.G = G, p.C = C, p.d = kD, p.rho = rho, p.c_prime = cp, p.num_keys = num_keys;
-      p.centroid_scores = scores->get(), p.bitmap = bits->get(), p.count = count->get();
+      p.centroid_scores = scores->get(), p.count = count->get();
       return [=] {
-        (void)cent, (void)q, (void)divf, (void)out, (void)chosen, (void)count, (void)scores, (void)bits;
+        (void)cent, (void)q, (void)divf, (void)out, (void)chosen, (void)count, (void)scores;
         opt::cuda::centroid_recall(p);
       };
     }, 64);
     in.work.flops = double(G) * C * (6.0 * kD);
-    in.work.hbm_bytes = double(G) * C * kD * 4 + double(cp) * rho * 4 * 2 + double(num_keys) / 8 * 2;
-    in.work.launches = 5;
+    // The centroids once, the chosen lists once (the dedup bitmap is on-chip), the ids out once.
+    in.work.hbm_bytes = double(G) * C * kD * 4 + double(cp) * rho * 4 * 2;
+    in.work.launches = 2;  // cosines; top C' + dedup + compaction in one block
     return in;
   };
   return c;
@@ -179,7 +179,7 @@ Case cuda_opt_centroid_recall() {
 // CHESS's selection at P pages (N_c = 8, N_g = 8, d = 128, retentions 0.5/0.5/0.25).
 Case cuda_opt_chess_select() {
   Case c{"cuda_opt_chess_select", false, PhaseKind::select, CurveVariable::bytes,
-         "opt::chess_select (one-launch summary GEMV, warp per vector, then the hierarchical select)",
+         "opt::chess_select (summary GEMV, warp per vector, then the three-level select in one block)",
          {1024, 4096, 16384, 65536}, 4096, nullptr};
   c.make = [](double s, int, double cold) {
     const int64_t P = int64_t(s), C = (P + 7) / 8, G = (C + 7) / 8, n = G + C + P;
@@ -188,20 +188,20 @@ Case cuda_opt_chess_select() {
       auto sc = std::make_shared<DBuf<float>>(size_t(n));
       auto g = std::make_shared<DBuf<int32_t>>(size_t(G)), ch = std::make_shared<DBuf<int32_t>>(size_t(C)),
            pg = std::make_shared<DBuf<int32_t>>(size_t(P));
-      auto mask = std::make_shared<DBuf<unsigned char>>(size_t(C));
+      auto counts = std::make_shared<DBuf<int32_t>>(size_t(3));
       opt::ChessSelectParams p;
       p.anchor = a->get(), p.summaries = M->get(), p.scores = sc->get();
       p.num_pages = P, p.pages_per_chunk = 8, p.chunks_per_grid = 8, p.d = kD;
       p.rho_g = 0.5, p.rho_c = 0.5, p.rho_p = 0.25;
-      p.grids = g->get(), p.chunks = ch->get(), p.pages = pg->get(), p.level_mask = mask->get();
+      p.grids = g->get(), p.chunks = ch->get(), p.pages = pg->get(), p.level_counts = counts->get();
       return [=] {
-        (void)M, (void)a, (void)sc, (void)g, (void)ch, (void)pg, (void)mask;
+        (void)M, (void)a, (void)sc, (void)g, (void)ch, (void)pg, (void)counts;
         opt::cuda::chess_select(p);
       };
     }, 64);
     in.work.flops = 2.0 * double(n) * kD;
     in.work.hbm_bytes = double(n) * kD * 4 + double(n) * 4;  // the summaries once, the scores once
-    in.work.launches = 6;  // scores, 3 top-k, 2 marks (+ 2 memsets, 2 small readbacks)
+    in.work.launches = 2;  // scores; the three levels in one block (+ one read-back of the counts)
     return in;
   };
   return c;
