@@ -116,7 +116,8 @@ __device__ int64_t write_set_bits(bs::Shared& sh, const unsigned* bits, int64_t 
 }
 
 // One block: the top C' centroids (rank order) to p.chosen, then the sorted union of their lists.
-__global__ void __launch_bounds__(kRecallThreads) recall_kernel(CentroidRecallParams p, int cp, int64_t cap) {
+// One block per launch: minBlocksPerSM 1 lets ptxas use up to 64 registers instead of spilling.
+__global__ void __launch_bounds__(kRecallThreads, 1) recall_kernel(CentroidRecallParams p, int cp, int64_t cap) {
   __shared__ bs::Shared sh;
   KVSIM_DYNAMIC_SHARED(Word, words);  // 32 KiB: first the top C' words, then the bitmap window
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;

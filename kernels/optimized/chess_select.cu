@@ -106,7 +106,8 @@ __device__ int64_t select_level(bs::Shared& sh, int32_t* tile_ids, unsigned* s_c
 }
 
 // The three levels, one block. counts[0..2] = kept grids, chunks, pages.
-__global__ void __launch_bounds__(kSelectThreads) chess_levels_kernel(ChessSelectParams p, int64_t G, int64_t C) {
+// One block per launch: minBlocksPerSM 1 lets ptxas use up to 64 registers instead of spilling.
+__global__ void __launch_bounds__(kSelectThreads, 1) chess_levels_kernel(ChessSelectParams p, int64_t G, int64_t C) {
   __shared__ bs::Shared sh;
   __shared__ int32_t tile_ids[kSelectThreads];
   __shared__ unsigned s_count;
