@@ -9,7 +9,7 @@
 //      more keys, each one re-reading the chosen lists from L2): a warp per chosen centroid reads its
 //      qcIVF row coalesced and sets the bits with shared atomics — one bit per key, no sort (the
 //      reference sorts C'·rho ids), no global atomics, no memset; finally the set bits are written in
-//      order, each warp store 32 consecutive ids of an aligned 128-byte segment.
+//      order, each warp store 32 consecutive ids of an aligned 128-byte segment (write_set_bits).
 // Design and bound: kernels/optimized/README.md.
 #include <cmath>
 #include <stdexcept>
@@ -67,20 +67,20 @@ __global__ void __launch_bounds__(kThreads) centroid_cosine_kernel(CentroidRecal
   if (threadIdx.x < kWarps && c0 + threadIdx.x < p.C) p.centroid_scores[c0 + threadIdx.x] = block_scores[threadIdx.x];
 }
 
-// The ids of the set bits of bits[0, nwords) (bit b of word w is id id_base + 32 w + b), ascending, to
-// out[pos0, ...); returns how many. Per tile of blockDim words: a warp scan of the popcounts and the
-// warps' totals place each warp's ids; then the warp writes them 32 at a time, lane l taking the output
-// position q of an aligned group of 32 and finding its id — the lane whose inclusive count first
-// exceeds q's rank (a 5-step search over the shuffled counts) and the rank's set bit of that lane's
-// word — so each store is one aligned 128-byte segment, whatever the bit density.
-__device__ int64_t write_set_bits(bs::Shared& sh, const unsigned* bits, int64_t nwords, int64_t id_base, int32_t* out,
-                                  int64_t pos0) {
+// The ids of the set bits of bits[0, nwords) (shared memory; bit b of word w is id id_base + 32 w + b),
+// ascending, to out[pos0, ...); returns how many. Per tile of blockDim words: a block scan of the
+// words' popcounts (warp scans, then the warps' totals) gives each word the rank of its first id, kept
+// in excl[]; then the block writes the tile's ids with consecutive threads on consecutive output
+// positions, from the 128-byte boundary at or below the first one: thread q finds the word holding its
+// rank (binary search over excl) and the rank's set bit in it. Every warp store is one aligned 128-byte
+// segment whatever the bit density; only the tile's first and last segments can be partial.
+__device__ int64_t write_set_bits(bs::Shared& sh, int* excl, const unsigned* bits, int64_t nwords, int64_t id_base,
+                                  int32_t* out, int64_t pos0) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
   int64_t written = 0;
   for (int64_t base = 0; base < nwords; base += blockDim.x) {
     const int64_t wi = base + tid;
-    const unsigned b = wi < nwords ? bits[wi] : 0u;
-    const int cnt = __popc(b);
+    const int cnt = wi < nwords ? __popc(bits[wi]) : 0;
     int incl = cnt;
     for (int o = 1; o < 32; o <<= 1) {
       const int up = __shfl_up_sync(kFullWarp, incl, o);
@@ -88,29 +88,28 @@ __device__ int64_t write_set_bits(bs::Shared& sh, const unsigned* bits, int64_t 
     }
     if (lane == 31) sh.warp_count[warp] = unsigned(incl);
     __syncthreads();
-    int64_t start = pos0 + written, tile = 0;
+    int before = incl - cnt, tile = 0;
     for (int v = 0; v < warps; ++v) {
-      if (v < warp) start += sh.warp_count[v];
-      tile += sh.warp_count[v];
+      if (v < warp) before += int(sh.warp_count[v]);
+      tile += int(sh.warp_count[v]);
     }
-    const int total = __shfl_sync(kFullWarp, incl, 31);
-    for (int64_t q0 = start & ~int64_t(31); q0 < start + total; q0 += 32) {  // uniform in the warp
-      const int64_t m = q0 + lane - start;  // this lane's rank among the warp's ids
-      int src = 0;
-      for (int step = 16; step > 0; step >>= 1) {
-        const int v = __shfl_sync(kFullWarp, incl, src + step - 1);
-        if (v <= m) src += step;
+    excl[tid] = before;
+    __syncthreads();
+    const int64_t start = pos0 + written;
+    for (int64_t q = (start & ~int64_t(31)) + tid; q < start + tile; q += blockDim.x) {
+      const int64_t m = q - start;  // this position's rank among the tile's ids
+      if (m < 0) continue;
+      int lo = 0, hi = int(blockDim.x) - 1;  // the last word whose first rank is <= m holds rank m
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (excl[mid] <= m) lo = mid; else hi = mid - 1;
       }
-      const unsigned sb = __shfl_sync(kFullWarp, b, src);
-      const int excl = __shfl_sync(kFullWarp, incl - cnt, src);
-      if (m >= 0 && m < total) {
-        unsigned x = sb;
-        for (int64_t r = m - excl; r > 0; --r) x &= x - 1;  // drop the lower set bits
-        out[q0 + lane] = int32_t(id_base + (base + warp * 32 + src) * 32 + (__ffs(int(x)) - 1));
-      }
+      unsigned x = bits[base + lo];
+      for (int64_t r = m - excl[lo]; r > 0; --r) x &= x - 1;  // drop the lower set bits
+      out[q] = int32_t(id_base + (base + lo) * 32 + (__ffs(int(x)) - 1));
     }
     written += tile;
-    __syncthreads();  // warp_count is rewritten by the next tile
+    __syncthreads();  // warp_count and excl are rewritten by the next tile
   }
   return written;
 }
@@ -119,7 +118,8 @@ __device__ int64_t write_set_bits(bs::Shared& sh, const unsigned* bits, int64_t 
 // One block per launch: minBlocksPerSM 1 lets ptxas use up to 64 registers instead of spilling.
 __global__ void __launch_bounds__(kRecallThreads, 1) recall_kernel(CentroidRecallParams p, int cp, int64_t cap) {
   __shared__ bs::Shared sh;
-  KVSIM_DYNAMIC_SHARED(Word, words);  // 32 KiB: first the top C' words, then the bitmap window
+  __shared__ int excl[kRecallThreads];  // write_set_bits: the first rank of each word of a tile
+  KVSIM_DYNAMIC_SHARED(Word, words);    // 32 KiB: first the top C' words, then the bitmap window
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
   const float* s = p.centroid_scores;
   const auto word_at = [&](int64_t i) { return ::kvsim::ref::hd::rank_word(s[i], int32_t(i)); };
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kRecallThreads, 1) recall_kernel(CentroidRecal
       }
     }
     __syncthreads();
-    total += write_set_bits(sh, bits, nwords, lo, p.out, total);
+    total += write_set_bits(sh, excl, bits, nwords, lo, p.out, total);
   }
   if (tid == 0) *p.count = int32_t(total);
 }
