@@ -145,7 +145,8 @@ Case cuda_opt_gather_runs() {
 
 Case cuda_opt_centroid_recall() {
   Case c{"cuda_opt_centroid_recall", false, PhaseKind::score, CurveVariable::bytes,
-         "opt::centroid_recall (G 4 cosines per centroid; top C/16 + shared-bitmap dedup of rho 64 in one block)", {1024, 4096, 16384, 65536},
+         "opt::centroid_recall (G 4 cosines per centroid; top C/16 + bitmap dedup of rho 64 in one block)",
+         {1024, 4096, 16384, 65536},
          4096, nullptr};
   c.make = [](double s, int, double cold) {
     const int G = 4, C = int(s), rho = 64, cp = std::max(1, C / 16);

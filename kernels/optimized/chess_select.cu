@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(kSelectThreads, 1) chess_levels_kernel(ChessSe
   const int64_t mark_words = (G + 31) / 32 + (C + 31) / 32;
   if (!p.masked_all && !p.level_counts) throw std::runtime_error("opt::chess_select: level_counts scratch required");
   if (!p.masked_all && mark_words > kMaxMarkWords)
-    throw std::runtime_error("opt::chess_select: more than 262144 grids and chunks (the kept marks fill shared memory)");
+    throw std::runtime_error("opt::chess_select: above 262144 grids and chunks (their marks fill shared memory)");
   KVSIM_LAUNCH(summary_scores_kernel, check::blocks_for(n, kWarps), kThreads)(p.anchor, p.summaries, n, p.d, p.scale,
                                                                               p.scores);
   check::check(cudaGetLastError(), "opt::chess_select (scores)");

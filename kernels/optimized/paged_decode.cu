@@ -74,11 +74,19 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t page_stride = int64_t(ps) * token_stride;
   const int64_t head_off = int64_t(kvh) * p.head_dim + tx * kVec;
   const int64_t step = int64_t(bdy) * kUnroll;
+  // The page ids of the row's tokens first + j·bdy; a token in the same page as the one before reuses
+  // its id (one load per page a row touches, not one per token).
   int32_t page[kUnroll];
-  KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
-    const int64_t t = t_begin + j * bdy + ty;
-    page[j] = t < t_end ? page_ids[t / ps] : 0;
-  }
+  const auto load_pages = [&](int64_t first) {
+    int64_t prev = -1;
+    int32_t id = 0;
+    KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
+      const int64_t t = first + j * bdy, pg = t / ps;
+      if (t < t_end && pg != prev) id = page_ids[pg], prev = pg;
+      page[j] = id;  // (past t_end: never used)
+    }
+  };
+  load_pages(t_begin + ty);
   // A uniform trip count for the whole block: a warp holds 32 / bdx token rows and all of them must
   // reach the shuffles together, so rows past t_end run with a zero row and push nothing.
   for (int64_t base = t_begin; base < t_end; base += step) {
@@ -92,10 +100,7 @@ __global__ void __launch_bounds__(kThreads)
         v[j] = load4(p.v_pages + off);
       }
     }
-    KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {  // the next iteration's page ids, in flight with K and V
-      const int64_t t = base + step + j * bdy + ty;
-      page[j] = t < t_end ? page_ids[t / ps] : 0;
-    }
+    load_pages(base + step + ty);  // the next iteration's page ids, in flight with K and V
     KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
       const bool valid = base + j * bdy + ty < t_end;
       KVSIM_UNROLL for (int g = 0; g < GROUP; ++g) {
