@@ -17,6 +17,7 @@
 // Splitting the KV sequence is what fills the GPU when batch · num_kv_heads is small (long-context
 // decode of one request): without it one block walks the whole sequence on one SM.
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -218,6 +219,9 @@ void validate(const PagedDecodeParams& p) {
   const int lanes = p.head_dim / kVec;
   if (p.head_dim % kVec != 0 || lanes < 1 || lanes > 32 || (lanes & (lanes - 1)) != 0)
     fail("head_dim must be 4 times a power of two, at most 128");
+  const auto misaligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
+  if (misaligned(p.q) || misaligned(p.k_pages) || misaligned(p.v_pages) || misaligned(p.out) || misaligned(p.workspace))
+    fail("q, k_pages, v_pages, out and workspace must be 16-byte aligned (float4 loads and stores)");
 }
 
 Plan plan(const PagedDecodeParams& p) {
