@@ -6,7 +6,11 @@
 //
 // Every loop over the n elements runs from i0 (<= 0) in steps of blockDim, so a caller can start the
 // warps on a 128-byte boundary of its array (i0 = -(misalignment in elements)): each warp's load is
-// then one aligned 128-byte segment, four full 32-byte sectors, instead of straddling five.
+// then one aligned 128-byte segment, four full 32-byte sectors, instead of straddling five. A lane
+// whose index falls before the array or past its end still loads, the nearest element (in a sector
+// its warp fetches anyway), and drops the value: the lanes of a warp then execute every load equally
+// often, as one warp-level instruction each time — which is also how the emulator groups lanes into
+// instructions when it counts sectors (the i-th execution of a load by each lane of a warp).
 #pragma once
 #include <cstdint>
 
@@ -35,6 +39,15 @@ __device__ __forceinline__ int64_t aligned_start(const void* base, int bytes) {
   return -int64_t((reinterpret_cast<uintptr_t>(base) % 128) / unsigned(bytes));
 }
 
+// i clamped to [0, n - 1]: the element a lane outside the array loads (see above).
+__device__ __forceinline__ int64_t clamp_index(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+
+// Whether any lane of the calling thread's warp has an index below n in the tile starting at base
+// (the same answer for every lane of the warp; blockDim is a multiple of 32).
+__device__ __forceinline__ bool warp_in_range(int64_t base, int64_t n) {
+  return base + int64_t(threadIdx.x & ~31u) < n;
+}
+
 // Narrows (prefix, mask) to the bucket of the k-th smallest word, most significant digit first, stopping
 // as soon as that whole bucket is taken: afterwards a word w is among the k smallest iff
 // (w & mask) <= prefix (and w != kExcluded). Requires 1 <= k < the number of competing words; with
@@ -50,10 +63,10 @@ __device__ void radix_bounds(Shared& sh, int64_t i0, int64_t n, int64_t k, const
     for (int d = tid; d < kBins; d += blockDim.x) sh.hist[d] = 0;
     __syncthreads();
     prefix = sh.prefix, mask = sh.mask;
-    for (int64_t i = i0 + tid; i < n; i += blockDim.x) {
-      if (i < 0) continue;
-      const Word w = word_at(i);
-      if ((w & mask) == prefix) atomicAdd(&sh.hist[(w >> shift) & (kBins - 1)], 1u);
+    for (int64_t base = i0; warp_in_range(base, n); base += blockDim.x) {
+      const int64_t i = base + tid;
+      const Word w = word_at(clamp_index(i, n));
+      if (i >= 0 && i < n && (w & mask) == prefix) atomicAdd(&sh.hist[(w >> shift) & (kBins - 1)], 1u);
     }
     __syncthreads();
     if (tid == 0) {  // 256 bins: a serial scan is shorter than a block scan's barriers
@@ -85,10 +98,11 @@ __device__ int64_t compact_in_order(Shared& sh, int64_t i0, int64_t n, const Wor
                                     Word mask, const Emit& emit, const Flush& flush) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
   int64_t written = 0;
+  if (n <= 0) return 0;  // (no element to clamp a load to)
   for (int64_t base = i0; base < n; base += blockDim.x) {
     const int64_t i = base + tid;
-    const Word w = i >= 0 && i < n ? word_at(i) : kExcluded;
-    const bool keep = kept(w, prefix, mask);
+    const Word w = warp_in_range(base, n) ? word_at(clamp_index(i, n)) : kExcluded;
+    const bool keep = i >= 0 && i < n && kept(w, prefix, mask);
     const unsigned ballot = __ballot_sync(kFullWarp, keep);
     if (lane == 0) sh.warp_count[warp] = __popc(ballot);
     __syncthreads();

@@ -142,16 +142,17 @@ __global__ void __launch_bounds__(kRecallThreads, 1) recall_kernel(CentroidRecal
     for (int64_t w = tid; w < nwords; w += blockDim.x) bits[w] = 0u;
     __syncthreads();
     // A warp takes 32 chosen centroids at a time (one coalesced load), then each one's row: rho ids,
-    // contiguous, read from a 128-byte boundary on.
+    // contiguous, read from a 128-byte boundary on. Lanes outside the list or the row load its nearest
+    // entry and drop it, so every lane of the warp executes each load equally often (block_select.cuh).
     for (int64_t j0 = int64_t(warp) * 32; j0 < cp; j0 += int64_t(warps) * 32) {
-      const int32_t mine = j0 + lane < cp ? p.chosen[j0 + lane] : 0;
+      const int32_t mine = p.chosen[bs::clamp_index(j0 + lane, cp)];
       const int rows = cp - j0 < 32 ? int(cp - j0) : 32;
       for (int e = 0; e < rows; ++e) {
         const int32_t* row = p.ivf + int64_t(__shfl_sync(kFullWarp, mine, e)) * p.rho;
-        for (int64_t r = bs::aligned_start(row, sizeof(int32_t)) + lane; r < p.rho; r += 32) {
-          if (r < 0) continue;
-          const int64_t id = int64_t(row[r]) - lo;
-          if (id >= 0 && id < ids) atomicOr(&bits[id >> 5], 1u << (id & 31));
+        for (int64_t r0 = bs::aligned_start(row, sizeof(int32_t)); r0 < p.rho; r0 += 32) {
+          const int64_t r = r0 + lane;
+          const int64_t id = int64_t(row[bs::clamp_index(r, p.rho)]) - lo;
+          if (r >= 0 && r < p.rho && id >= 0 && id < ids) atomicOr(&bits[id >> 5], 1u << (id & 31));
         }
       }
     }
