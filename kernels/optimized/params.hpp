@@ -53,7 +53,10 @@ struct TopkParams {
 // builds the runs from a page list on the host.
 struct GatherRunsParams {
   const float* src = nullptr;  // [*, row_elems]; may be mapped pinned host memory (zero-copy gather)
-  float* dst = nullptr;        // [Σ rows, row_elems]; e.g. the pinned staging buffer
+  // [Σ rows, row_elems]; e.g. the pinned staging buffer. The launcher does not wait for the copy: a
+  // host reader of a pinned dst synchronizes first (cudaStreamSynchronize / an event), device readers
+  // on the same stream need nothing.
+  float* dst = nullptr;
   const int32_t* src_row = nullptr;  // [num_runs]
   const int32_t* dst_row = nullptr;  // [num_runs]
   const int32_t* rows = nullptr;     // [num_runs]
