@@ -102,19 +102,30 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     load_pages(base + step + ty);  // the next iteration's page ids, in flight with K and V
-    KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
-      const bool valid = base + j * bdy + ty < t_end;
-      KVSIM_UNROLL for (int g = 0; g < GROUP; ++g) {
+    KVSIM_UNROLL for (int g = 0; g < GROUP; ++g) {
+      // The row's kUnroll logits (independent shuffle trees), then one online-softmax step for all of
+      // them: one rescale of (l, acc) per iteration instead of one per token — 1 + kUnroll exponentials
+      // per kUnroll tokens rather than 2·kUnroll, and a quarter of the rescaling multiplies, the same
+      // result up to rounding. A past-the-end, -inf or NaN logit adds nothing (hd::OnlineSoftmax::push).
+      float sc[kUnroll];
+      KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
         float s = dot4(q[g], k[j]);
         for (int o = bdx / 2; o > 0; o >>= 1) s += __shfl_xor_sync(kFullWarp, s, o, bdx);
-        if (!valid) continue;
-        float rescale, pr;
-        st[g].push(s, rescale, pr);
-        acc[g].x = acc[g].x * rescale + pr * v[j].x;
-        acc[g].y = acc[g].y * rescale + pr * v[j].y;
-        acc[g].z = acc[g].z * rescale + pr * v[j].z;
-        acc[g].w = acc[g].w * rescale + pr * v[j].w;
+        sc[j] = base + j * bdy + ty < t_end ? s : -INFINITY;
       }
+      float m_new = st[g].m;
+      KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) m_new = sc[j] > m_new ? sc[j] : m_new;
+      if (!(m_new > -INFINITY)) continue;  // nothing pushed yet, nothing to push
+      const float rescale = expf(st[g].m - m_new);  // 0 while the state is empty (m = -inf)
+      float l = st[g].l * rescale;
+      float4 a = make_float4(acc[g].x * rescale, acc[g].y * rescale, acc[g].z * rescale, acc[g].w * rescale);
+      KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
+        if (!(sc[j] > -INFINITY)) continue;
+        const float pr = expf(sc[j] - m_new);
+        l += pr;
+        a.x += pr * v[j].x, a.y += pr * v[j].y, a.z += pr * v[j].z, a.w += pr * v[j].w;
+      }
+      st[g].m = m_new, st[g].l = l, acc[g] = a;
     }
   }
 
