@@ -40,6 +40,10 @@ inline void register_cuda_cases(const char* suite, const std::vector<CudaCaseDef
                           [run = c.run]() -> testing::Test* { return new CudaCase(run); });
 }
 
+// The optimized kernels' cases on the emulator (tests/test_optimized_cuda.cpp), for tests that rerun
+// them under a changed emulator (tests/test_emu_checker.cpp).
+const std::vector<CudaCaseDef>& optimized_emu_cases();
+
 // Element-wise closeness relative to the host value; infinities must match exactly.
 inline void expect_close(const std::vector<float>& a, const std::vector<float>& b, double tol) {
   ASSERT_EQ(a.size(), b.size());

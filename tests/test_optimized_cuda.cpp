@@ -261,3 +261,6 @@ TEST(OptKernelsValidate, CudaCaseListIncludesTheOptimizedKernels) {
 }
 
 }  // namespace
+
+// The emulator's cases, for the access checker's barrier-deletion test (tests/test_emu_checker.cpp).
+const std::vector<kvsim::test::CudaCaseDef>& kvsim::test::optimized_emu_cases() { return on_cpu::cases(); }

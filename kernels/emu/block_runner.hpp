@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <source_location>
+#include <string>
 
 #include "kernels/emu/runtime.hpp"
 #include "kernels/emu/vector_types.hpp"
@@ -42,6 +43,11 @@ enum class WarpOp : uint8_t { sync, shfl_idx, shfl_up, shfl_down, shfl_xor, ball
 
 // The calling thread waits until every thread of its block waits at the same call site.
 void block_barrier(const std::source_location& site);
+
+// A debugging hook for proving that the checker catches a missing barrier without rebuilding: from now
+// on the __syncthreads calls at `line` of a file whose name ends with `file_suffix` return at once, as
+// if that line were deleted (line 0 restores every barrier). Process-wide; not for concurrent use.
+void skip_barrier_at(const std::string& file_suffix, unsigned line);
 // The calling lane exchanges `value` with the lanes of `mask` (its warp's lanes, bit i = lane i), which
 // must all make the same call: returns the lane's result (the shuffled value as raw bits, a ballot
 // mask, an any / all flag, the active mask). `arg` is the shuffle's source lane, delta or lane mask.

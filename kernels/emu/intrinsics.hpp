@@ -6,6 +6,9 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <source_location>
+
+#include "kernels/emu/checker.hpp"
 
 inline float rsqrtf(float x) { return 1.f / std::sqrt(x); }
 inline float __expf(float x) { return std::exp(x); }
@@ -32,8 +35,10 @@ inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
 inline long long __double_as_longlong(double x) { return std::bit_cast<long long>(x); }
 inline double __longlong_as_double(long long x) { return std::bit_cast<double>(x); }
 
-// A read through the read-only data cache: an ordinary load here.
+// A read through the read-only data cache: an ordinary load here, reported to the access checker with
+// its call site (the load itself is in this header, whose lines the checker does not judge).
 template <class T>
-inline T __ldg(const T* p) {
+inline T __ldg(const T* p, std::source_location site = std::source_location::current()) {
+  KVSIM_EMU_CHECK_ACCESS(p, sizeof(T), load, site);
   return *p;
 }

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 
+#include "kernels/emu/checker.hpp"
 #include "kernels/emu/counters.hpp"
 #include "kernels/emu/device_memory.hpp"
 
@@ -131,6 +132,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   if (bytes == 0) return cudaSuccess;
   if (!dst || !src || !kvsim::emu::copy_ranges_valid(dst, src, bytes, kind)) return record_error(cudaErrorInvalidValue);
   std::memmove(dst, src, bytes);
+  kvsim::emu::checker::mark_written(dst, bytes);  // the access checker: these device bytes now hold data
   kvsim::emu::CountSink::copy(bytes, /*blocking=*/true);
   return cudaSuccess;
 }
@@ -139,6 +141,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
   if (bytes == 0) return cudaSuccess;
   if (!dst || !src || !kvsim::emu::copy_ranges_valid(dst, src, bytes, kind)) return record_error(cudaErrorInvalidValue);
   std::memmove(dst, src, bytes);
+  kvsim::emu::checker::mark_written(dst, bytes);
   kvsim::emu::CountSink::copy(bytes, /*blocking=*/false);
   return cudaSuccess;
 }
@@ -146,6 +149,7 @@ cudaError_t cudaMemset(void* p, int value, size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   if (!p || !kvsim::emu::accessible_from_device(p, bytes)) return record_error(cudaErrorInvalidValue);
   std::memset(p, value, bytes);
+  kvsim::emu::checker::mark_written(p, bytes);
   kvsim::emu::CountSink::memset_op();
   return cudaSuccess;
 }

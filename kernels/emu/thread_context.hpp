@@ -4,6 +4,7 @@
 // kernel cannot assign to them (as on the GPU). Outside a kernel `lane` is null.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/emu/vector_types.hpp"
 
@@ -19,6 +20,10 @@ struct ThreadContext {
   unsigned char* dynamic_smem = nullptr;  // this launch's dynamic shared memory (null when none)
   size_t dynamic_smem_bytes = 0;
   Lane* lane = nullptr;
+  // The running thread's linear index in its block and its fiber's stack (the access checker ignores
+  // accesses to a thread's own stack: local memory).
+  unsigned linear = 0;
+  uintptr_t stack_lo = 0, stack_hi = 0;
 };
 
 // thread_local: two host threads may each run a launch at the same time, with their own fibers.

@@ -1,0 +1,47 @@
+// Global memory traffic of an emulated kernel as a GPU's memory system would see it (issue #28 item 2):
+// the lanes of one warp executing the same instruction for the same time (the i-th execution of that
+// instruction by each lane) form one warp-level instruction, whose cost is the distinct 32-byte aligned
+// sectors its lanes touch; its useful bytes are the distinct bytes they asked for. The access checker
+// (kernels/emu/checker.cpp) feeds it each global access of a kernel while a CountScope is alive
+// (kernels/emu/counters.hpp) and flushes it at the end of every block, when every lane is done.
+//
+// Instructions are the host compiler's: a loop g++ vectorizes within one emulated thread is one wider
+// access per lane here, where the GPU build may issue several narrower ones.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace kvsim::emu {
+struct LaunchCounts;
+
+enum class TrafficKind : uint8_t { load, store, atomic };
+
+class TrafficCounter {
+ public:
+  // An access by thread `thread` of the block (linear index) at instruction `instruction`.
+  void record(unsigned thread, uint32_t instruction, TrafficKind kind, uintptr_t addr, size_t bytes);
+  // Adds the block's warp-level instructions to `c` and forgets them.
+  void flush(LaunchCounts& c);
+  void clear();
+
+ private:
+  struct Key {
+    uint32_t warp, instruction, instance;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return (size_t(k.instruction) * 0x9E3779B97F4A7C15ull) ^ (size_t(k.instance) << 20) ^ k.warp;
+    }
+  };
+  struct Instruction {
+    TrafficKind kind = TrafficKind::load;
+    std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [lo, hi) per lane access
+  };
+  std::unordered_map<uint64_t, uint32_t> executions_;  // (thread, instruction) -> times executed so far
+  std::unordered_map<Key, Instruction, KeyHash> instructions_;
+};
+
+}  // namespace kvsim::emu
