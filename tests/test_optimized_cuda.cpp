@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <iostream>
 #include <numeric>
 #include <random>
 #include <string>
@@ -243,7 +244,13 @@ TEST(OptKernelsCoalescing, EveryLaunchUsesNinetyPercentOfItsSectorBytes) {
   const auto& launches = scope.counts().launches;
   ASSERT_EQ(launches.size(), 9u);  // decode 2, top-k 2, gather 1, recall 2, CHESS 2
   if (scope.counts().sectors() == 0) GTEST_SKIP() << "this emulator does not count sectors yet";
-  for (const auto& l : launches) EXPECT_GE(l.efficiency(), 0.9) << l.kernel;
+  for (const auto& l : launches) {
+    EXPECT_GE(l.efficiency(), 0.9) << l.kernel;
+    std::cout << "  " << l.kernel << ": " << l.useful_bytes() << " useful of " << l.sector_bytes()
+              << " sector bytes (" << 100 * l.efficiency() << "%; loads " << l.load_useful_bytes << "/"
+              << 32 * l.load_sectors << ", stores " << l.store_useful_bytes << "/" << 32 * l.store_sectors
+              << ", atomics " << l.atomic_useful_bytes << "/" << 32 * l.atomic_sectors << ")\n";
+  }
 }
 
 // `kvsim validate --device cuda` times every optimized kernel: its case list holds them where CUDA is

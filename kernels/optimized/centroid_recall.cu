@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kThreads) centroid_cosine_kernel(CentroidRecal
       const float4* x = reinterpret_cast<const float4*>(p.centroids + (int64_t(g) * p.C + c) * p.d);
       float qx = 0.f, qq = 0.f, xx = 0.f;
       for (int i = lane; i < p.d / 4; i += 32) {
-        const float4 a = q[i], b = x[i];
+        const float4 a = __ldg(q + i), b = __ldg(x + i);  // one 16-byte load each (paged_decode.cu's load4)
         qx += a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
         qq += a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w;
         xx += b.x * b.x + b.y * b.y + b.z * b.z + b.w * b.w;

@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kThreads) summary_scores_kernel(const float* a
     const float4* x = reinterpret_cast<const float4*>(M + row * d);
     float s = 0.f;
     for (int i = lane; i < d / 4; i += 32) {
-      const float4 u = a[i], v = x[i];
+      const float4 u = __ldg(a + i), v = __ldg(x + i);  // one 16-byte load each (paged_decode.cu's load4)
       s += u.x * v.x + u.y * v.y + u.z * v.z + u.w * v.w;
     }
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFullWarp, s, o);

@@ -38,7 +38,11 @@ constexpr int kUnroll = 4;     // tokens per token row and iteration: 8 float4 l
 constexpr int64_t kTargetBlocks = 2 * 132;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
-__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+// One 16-byte load through the read-only path (q and the K/V pages do not change during the kernel).
+// Spelled __ldg so the emulated build also sees one 16-byte access per lane: g++ would split a plain
+// float4 copy into four 4-byte loads, which the emulator's sector counting would take for a stride-4
+// pattern (25% of each sector used) where the GPU issues one 128-bit load.
+__device__ __forceinline__ float4 load4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 __device__ __forceinline__ float dot4(const float4& a, const float4& b) {
   return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
 }
