@@ -80,12 +80,12 @@ void hierarchical_select(int64_t pages, int pages_per_chunk, int chunks_per_grid
   auto M = random_buffer(size_t(n) * dim, 5), a = random_buffer(size_t(dim), 6);
   Buf<float> sc{size_t(n)};
   Buf<int32_t> g{size_t(G)}, ch{size_t(C)}, pg{size_t(pages)};
-  Buf<unsigned char> mask{size_t(C)};
+  Buf<int32_t> counts{size_t(3)};
   opt::ChessSelectParams p;
   p.anchor = a.get(), p.summaries = M.get(), p.scores = sc.get();
   p.num_pages = pages, p.pages_per_chunk = pages_per_chunk, p.chunks_per_grid = chunks_per_grid, p.d = dim;
   p.rho_g = rho_g, p.rho_c = rho_c, p.rho_p = rho_p;
-  p.grids = g.get(), p.chunks = ch.get(), p.pages = pg.get(), p.level_mask = mask.get();
+  p.grids = g.get(), p.chunks = ch.get(), p.pages = pg.get(), p.level_counts = counts.get();
   setup.done();
   O::chess_select(p);
 }
@@ -99,11 +99,10 @@ void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, in
   for (auto& id : ivf) id = int32_t(rng() % uint32_t(num_keys));
   Buf<int32_t> divf(ivf), out{size_t(c_prime) * rho}, chosen{size_t(c_prime)}, count{1};
   Buf<float> scores{size_t(centroids)};
-  Buf<unsigned> bits{size_t((num_keys + 31) / 32)};
   opt::CentroidRecallParams p;
   p.q = q.get(), p.centroids = cent.get(), p.ivf = divf.get(), p.out = out.get(), p.chosen = chosen.get();
   p.G = group, p.C = centroids, p.d = dim, p.rho = rho, p.c_prime = c_prime, p.num_keys = num_keys;
-  p.centroid_scores = scores.get(), p.bitmap = bits.get(), p.count = count.get();
+  p.centroid_scores = scores.get(), p.count = count.get();
   setup.done();
   O::centroid_recall(p);
 }

@@ -14,6 +14,7 @@ PACKAGES=(
   libeigen3-dev         # linear algebra in reference kernels
   libboost-graph-dev    # phase DAGs in the discrete-event simulator
   libboost-context-dev  # fibers: one stack per emulated GPU thread, so the CUDA kernels run (and meet at barriers) on the CPU
+  libdw-dev             # elfutils: the emulator's access checker maps instructions to kernel source lines (and libelf's symbols to __shared__ arrays)
   libgtest-dev          # unit tests
   libgmock-dev
   libbenchmark-dev      # Google Benchmark (kvsim bench, model throughput)

@@ -2,6 +2,7 @@
 #include "kernels/emu/checker.hpp"
 #include "kernels/emu/counters.hpp"
 
+#include <atomic>
 #include <boost/context/fiber.hpp>
 #include <cstring>
 #include <exception>
@@ -444,18 +445,21 @@ void run_grid(const char* kernel, const LaunchConfig& cfg, KernelEntry entry, co
 }
 
 namespace {
-struct SkippedBarrier {
-  std::string file;  // a suffix of the call site's file name
-  unsigned line = 0;
-};
-SkippedBarrier skipped_barrier;  // line 0: none
+// The skipped call site: a suffix of its file name, and its line (0: none). The line is atomic so that
+// launches on other host threads may test it while a test sets it; the file is written before the line.
+std::string skipped_file;
+std::atomic<unsigned> skipped_line{0};
 }  // namespace
 
-void skip_barrier_at(const std::string& file_suffix, unsigned line) { skipped_barrier = {file_suffix, line}; }
+void skip_barrier_at(const std::string& file_suffix, unsigned line) {
+  skipped_line.store(0);
+  skipped_file = file_suffix;
+  skipped_line.store(line);
+}
 
 void block_barrier(const std::source_location& site) {
-  if (skipped_barrier.line != 0 && site.line() == skipped_barrier.line) {
-    const std::string_view f = site.file_name(), want = skipped_barrier.file;
+  if (const unsigned skip = skipped_line.load(std::memory_order_relaxed); skip != 0 && site.line() == skip) {
+    const std::string_view f = site.file_name(), want = skipped_file;
     if (f.size() >= want.size() && f.substr(f.size() - want.size()) == want) return;  // as if the line were gone
   }
   Lane& me = calling_lane("__syncthreads");

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -94,40 +95,56 @@ struct State {
   LaunchCounts traffic_counts;
   TrafficCounter traffic;
 };
-thread_local State st;
-uint32_t next_launch_serial = 0;  // only ever compared for equality within one thread's launch
+// The state lives in a thread_local with constructors (its first use initializes it), reached on the
+// hot path through a plain pointer: a thread_local with a constructor costs a call on every access.
+thread_local State state_storage;
+thread_local State* st_ptr = nullptr;
+#define st (*st_ptr)
+std::atomic<uint32_t> next_launch_serial{0};  // tells launches apart in the per-word store shadow
 
-// The last allocation lookup of this thread (both its hit and the gap of its miss), valid while no
-// allocation came or went.
+// The last allocations this thread found (a kernel reads and writes a few buffers in turn) and the gap
+// of its last miss, valid while no allocation comes or goes.
 struct AllocationCache {
+  static constexpr unsigned kWays = 8;
   uint64_t generation = 0;
-  bool hit = false;
-  AllocationView view;
+  AllocationView hits[kWays];
+  unsigned next = 0, last = 0;  // the next way to fill, the last way hit
   uintptr_t gap_lo = 0, gap_hi = 0;
 };
 thread_local AllocationCache alloc_cache;
 
-bool find(uintptr_t a, AllocationView& v, uintptr_t& gap_lo) {
+// The allocation holding a (null: then gap_lo is the end of the allocation below a, 0 when none).
+const AllocationView* find(uintptr_t a, uintptr_t& gap_lo) {
   AllocationCache& c = alloc_cache;
   const uint64_t g = allocation_generation();
   if (c.generation == g) {
-    if (c.hit && a >= c.view.begin && a < c.view.end) {
-      v = c.view;
-      return true;
+    const AllocationView* h = &c.hits[c.last];
+    if (a >= h->begin && a < h->end) return h;
+    for (unsigned k = 0; k < AllocationCache::kWays; ++k) {
+      h = &c.hits[k];
+      if (a >= h->begin && a < h->end) {
+        c.last = k;
+        return h;
+      }
     }
-    if (!c.hit && a >= c.gap_lo && a < c.gap_hi) {
+    if (a >= c.gap_lo && a < c.gap_hi) {
       gap_lo = c.gap_lo;
-      return false;
+      return nullptr;
     }
+  } else {
+    c = AllocationCache{};
+    c.generation = g;
   }
   uintptr_t lo = 0, hi = 0;
-  const bool hit = find_allocation(a, v, lo, hi);
-  c.generation = g;
-  c.hit = hit;
-  if (hit) c.view = v;
+  AllocationView v;
+  if (find_allocation(a, v, lo, hi)) {
+    c.last = c.next++ % AllocationCache::kWays;
+    c.hits[c.last] = v;
+    return &c.hits[c.last];
+  }
   c.gap_lo = lo, c.gap_hi = hi;
   gap_lo = lo;
-  return hit;
+  return nullptr;
 }
 
 std::string coords(uint3 v) {
@@ -305,9 +322,10 @@ void inter_block_check(const AllocationView& v, uintptr_t a, size_t n, const Sou
 }
 
 void global_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
-  AllocationView v;
   uintptr_t gap_lo = 0;
-  if (!find(a, v, gap_lo)) return unknown_address(a, n, kind, src, gap_lo);
+  const AllocationView* found = find(a, gap_lo);
+  if (!found) return unknown_address(a, n, kind, src, gap_lo);
+  const AllocationView& v = *found;
   if (a + n > v.end) {
     report(Fault::global_out_of_bounds, src.id, 0, [&] {
       return thread_name(tls_thread.linear) + " " + verb(kind) + " " + std::to_string(n) + " bytes at offset " +
@@ -338,13 +356,13 @@ void global_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
 }
 
 void host_store(uintptr_t a, size_t n) {
-  AllocationView v;
   uintptr_t gap_lo;
-  if (find(a, v, gap_lo) && v.written) mark_written_in(v, a, std::min<uintptr_t>(n, v.end - a));
+  const AllocationView* v = find(a, gap_lo);
+  if (v && v->written) mark_written_in(*v, a, std::min<uintptr_t>(n, v->end - a));
 }
 
 void judge(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
-  if (!st.in_launch || n == 0) return;
+  if (!st_ptr || !st.in_launch || n == 0) return;
   const ThreadContext& t = tls_thread;
   if (a >= t.stack_lo && a < t.stack_hi) return;  // the thread's own local memory
   if (st.dyn_hi && a + n > st.dyn_lo - st.dyn_redzone && a < st.dyn_hi + st.dyn_redzone)
@@ -392,11 +410,12 @@ void access_at(const void* p, size_t bytes, Access kind, const std::source_locat
 }
 
 void fence() {
-  if (st.in_launch && tls_thread.lane) st.current.last_fence = ++st.stamp;
+  if (st_ptr && st.in_launch && tls_thread.lane) st.current.last_fence = ++st.stamp;
 }
 
 void launch_begin(const char* kernel, dim3 grid, dim3 block, const unsigned char* dynamic_shared,
                   size_t dynamic_shared_bytes, uintptr_t redzone_bytes) {
+  st_ptr = &state_storage;
   reset();
   State& s = st;
   s.in_launch = true;
@@ -408,6 +427,7 @@ void launch_begin(const char* kernel, dim3 grid, dim3 block, const unsigned char
   s.dyn_redzone = redzone_bytes;
   if (s.dyn_cells.size() < dynamic_shared_bytes) s.dyn_cells.resize(dynamic_shared_bytes);
   s.clocks.assign(size_t(s.threads) * 32, 0);
+  load_source_lines();
   const StaticSharedTable& t = static_shared();
   s.tls_lo = reinterpret_cast<uintptr_t>(&tls_thread) - t.anchor_offset;
   s.tls_hi = t.loaded ? s.tls_lo + t.tls_bytes : s.tls_lo;
@@ -428,13 +448,14 @@ void launch_begin(const char* kernel, dim3 grid, dim3 block, const unsigned char
       pthread_attr_destroy(&attr);
     }
   }
-  s.launch_serial = ++next_launch_serial;
+  s.launch_serial = next_launch_serial.fetch_add(1, std::memory_order_relaxed) + 1;
   s.stamp = 0;
   s.counting = CountSink::active();
   s.traffic_counts = LaunchCounts{};
 }
 
 void block_begin(uint3 b) {
+  if (!st_ptr) return;
   end_block();
   st.block_idx = b;
   st.block_linear = b.x + st.grid.x * (b.y + st.grid.y * b.z);
@@ -445,10 +466,12 @@ void block_begin(uint3 b) {
   st.block_did_atomic = false;
 }
 
-void barrier_released() { ++st.epoch; }
+void barrier_released() {
+  if (st_ptr) ++st.epoch;
+}
 
 void warp_synced(unsigned first_thread, unsigned group) {
-  if (!st.in_launch) return;
+  if (!st_ptr || !st.in_launch) return;
   uint32_t merged[32] = {};
   for (unsigned k = 0; k < 32; ++k) {
     if (!(group >> k & 1u)) continue;
@@ -461,7 +484,7 @@ void warp_synced(unsigned first_thread, unsigned group) {
 }
 
 std::string launch_end(LaunchCounts* counts) {
-  if (!st.in_launch) return {};
+  if (!st_ptr || !st.in_launch) return {};
   end_block();
   if (counts) {
     if (st.counting) st.traffic.finish_launch(st.traffic_counts);
@@ -487,6 +510,7 @@ std::string launch_end(LaunchCounts* counts) {
 }
 
 void launch_abandoned() noexcept {
+  if (!st_ptr) return;
   try {
     reset();
   } catch (...) {
@@ -510,5 +534,7 @@ void launch_abandoned() noexcept {}
 void mark_written(const void* p, size_t bytes) { mark_device_written(p, bytes); }
 
 #endif
+
+#undef st
 
 }  // namespace kvsim::emu::checker

@@ -27,9 +27,9 @@ struct LaunchCounts {
   uint64_t load_sectors = 0, store_sectors = 0, atomic_sectors = 0;
   uint64_t load_useful_bytes = 0, store_useful_bytes = 0, atomic_useful_bytes = 0;
 
-  // Distinct 32-byte sectors the whole launch touched (each counted once however often it is read or
-  // written): its DRAM traffic if L2 holds the launch's working set — what the phase model's bytes
-  // stand for. The per-instruction sectors above are L1 requests; repeated reads of a small input (a
+  // Distinct 32-byte sectors the whole launch read, plus those it wrote (each counted once however often
+  // it is read, or written; a sector both read and written counts twice, an atomic's in both): its DRAM
+  // traffic if L2 holds the launch's working set — what the phase model's bytes stand for. The per-instruction sectors above are L1 requests; repeated reads of a small input (a
   // query, a radix select's passes over one row) count there every time.
   uint64_t unique_sectors = 0;
   uint64_t unique_bytes() const { return 32 * unique_sectors; }

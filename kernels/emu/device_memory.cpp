@@ -138,6 +138,10 @@ void mark_written_in(const AllocationView& v, uintptr_t a, size_t bytes) {
 
 bool all_written_in(const AllocationView& v, uintptr_t a, size_t bytes) {
   if (!v.written) return true;
+  if (const size_t i = a - v.begin; i % 64 + bytes <= 64) {  // the usual case: one word of the bitmap
+    const uint64_t m = bytes == 64 ? ~uint64_t(0) : ((uint64_t(1) << bytes) - 1) << (i % 64);
+    return (__atomic_load_n(&v.written[i / 64], __ATOMIC_RELAXED) & m) == m;
+  }
   for (size_t i = a - v.begin, hi = i + bytes; i < hi;) {
     const size_t w = i / 64, b = i % 64, n = std::min<size_t>(64 - b, hi - i);
     const uint64_t m = n == 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1) << b;

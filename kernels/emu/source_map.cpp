@@ -1,6 +1,7 @@
 #include "kernels/emu/source_map.hpp"
 
 #include <cxxabi.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -15,7 +16,6 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <unordered_map>
 
 
@@ -53,13 +53,49 @@ class Lines {
     std::lock_guard lock(mu_);
     auto it = by_pc_.find(pc);
     if (it != by_pc_.end()) return *it->second;
-    std::string file = "?";
-    unsigned line = 0;
-    // pc is a return address: the call is the instruction before it. libdw needs more stack than a
-    // GPU thread's fiber has (kernels/emu/stack_pool.hpp), so it runs on an OS thread of its own; this
-    // happens once per instruction.
-    std::thread([&] { lookup(pc - 1, file, line); }).join();
-    return *(by_pc_[pc] = add(file, line));
+    // pc is a return address: the call is the instruction before it.
+    const Row* r = row_at(pc - 1);
+    return *(by_pc_[pc] = r ? add(files_by_index_[r->file], r->line) : add("?", 0));
+  }
+
+  // Reads the line table of the module that holds the emulator (and with it the kernels), once. libdw
+  // needs more stack than a GPU thread's fiber has (kernels/emu/stack_pool.hpp), so this runs from
+  // launch_begin, on the launching host thread's own stack, never from an access callback.
+  void load() {
+    std::lock_guard lock(mu_);
+    if (loaded_) return;
+    loaded_ = true;
+    char* debuginfo_path = nullptr;
+    const Dwfl_Callbacks callbacks = {dwfl_linux_proc_find_elf, dwfl_standard_find_debuginfo, nullptr,
+                                      &debuginfo_path};
+    Dwfl* dwfl = dwfl_begin(&callbacks);
+    if (!dwfl) return;
+    if (dwfl_linux_proc_report(dwfl, getpid()) == 0 && dwfl_report_end(dwfl, nullptr, nullptr) == 0) {
+      Dwfl_Module* m = dwfl_addrmodule(dwfl, reinterpret_cast<Dwarf_Addr>(&source_line_by_id));
+      Dwarf_Addr bias = 0;
+      for (Dwarf_Die* cu = nullptr; m && (cu = dwfl_module_nextcu(m, cu, &bias)) != nullptr;) {
+        size_t n = 0;
+        if (dwfl_getsrclines(cu, &n) != 0) continue;
+        for (size_t i = 0; i < n; ++i) {
+          Dwfl_Line* l = dwfl_onesrcline(cu, i);
+          Dwarf_Addr addr = 0;
+          int line = 0;
+          const char* file = l ? dwfl_lineinfo(l, &addr, &line, nullptr, nullptr, nullptr) : nullptr;
+          if (!file) continue;
+          Dwarf_Addr lbias = 0;
+          bool end = false;
+          if (Dwarf_Line* dl = dwfl_dwarf_line(l, &lbias)) dwarf_lineendsequence(dl, &end);
+          auto [f, fresh] = file_index_.emplace(file, uint32_t(files_by_index_.size()));
+          if (fresh) files_by_index_.push_back(file);
+          rows_.push_back({uintptr_t(addr), f->second, unsigned(line), end});
+        }
+      }
+    }
+    dwfl_end(dwfl);
+    // By address; where one sequence ends and another begins, the beginning wins.
+    std::stable_sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) {
+      return a.addr != b.addr ? a.addr < b.addr : a.end > b.end;
+    });
   }
 
   const SourceLine& at_site(const std::source_location& s) {
@@ -97,32 +133,24 @@ class Lines {
     return &lines_.back();
   }
 
-  void lookup(uintptr_t pc, std::string& file, unsigned& line) {
-    if (!dwfl_) {
-      debuginfo_path_ = nullptr;
-      callbacks_ = {dwfl_linux_proc_find_elf, dwfl_standard_find_debuginfo, nullptr, &debuginfo_path_};
-      dwfl_ = dwfl_begin(&callbacks_);
-      if (!dwfl_) return;
-      reported_ = dwfl_linux_proc_report(dwfl_, getpid()) == 0;
-      dwfl_report_end(dwfl_, nullptr, nullptr);
-    }
-    if (!reported_) return;
-    Dwfl_Module* m = dwfl_addrmodule(dwfl_, pc);
-    if (!m) return;
-    Dwfl_Line* l = dwfl_module_getsrc(m, pc);
-    if (!l) return;
-    int lineno = 0;
-    const char* f = dwfl_lineinfo(l, nullptr, &lineno, nullptr, nullptr, nullptr);
-    if (!f) return;
-    file = f;
-    line = unsigned(lineno);
+  struct Row {
+    uintptr_t addr;
+    uint32_t file;
+    unsigned line;
+    bool end;  // the end of a sequence: no code from here on
+  };
+  const Row* row_at(uintptr_t pc) const {
+    auto it = std::upper_bound(rows_.begin(), rows_.end(), pc, [](uintptr_t a, const Row& r) { return a < r.addr; });
+    if (it == rows_.begin()) return nullptr;
+    --it;
+    return it->end ? nullptr : &*it;
   }
 
   std::mutex mu_;
-  Dwfl_Callbacks callbacks_{};
-  char* debuginfo_path_ = nullptr;
-  Dwfl* dwfl_ = nullptr;
-  bool reported_ = false;
+  bool loaded_ = false;
+  std::vector<Row> rows_;
+  std::unordered_map<std::string, uint32_t> file_index_;
+  std::vector<std::string> files_by_index_;
   std::unordered_map<uintptr_t, const SourceLine*> by_pc_;
   std::unordered_map<Site, const SourceLine*, SiteHash> by_site_;
   std::deque<SourceLine> lines_;  // stable addresses
@@ -267,6 +295,7 @@ const SourceLine& source_line(const std::source_location& site) {
   return l;
 }
 const SourceLine& source_line_by_id(uint32_t id) { return Lines::get().by_id(id); }
+void load_source_lines() { Lines::get().load(); }
 
 const StaticSharedTable& static_shared() {
   static const StaticSharedTable t = load_static_shared();

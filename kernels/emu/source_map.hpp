@@ -22,6 +22,9 @@ struct SourceLine {
   uint32_t id = 0;      // dense, from 0: stands for the instruction in shadow records and counts
 };
 
+// Reads the line table, once per process: call it on an ordinary thread stack before source_line(pc)
+// (libdw needs more stack than a GPU thread's fiber has).
+void load_source_lines();
 // The line of the instruction whose return address is `pc` (a callback's caller). Cached per address.
 const SourceLine& source_line(uintptr_t pc);
 // An access made in emulator code on a kernel's behalf (an atomic): its call site. Cached per site.

@@ -35,7 +35,10 @@ void TrafficCounter::flush(LaunchCounts& c) {
       useful += hi - lo;
       const uintptr_t first = lo / 32, last = (hi - 1) / 32;
       sectors += last - first + 1 - (first == last_sector ? 1 : 0);
-      for (uintptr_t x = first == last_sector ? first + 1 : first; x <= last; ++x) launch_sectors_.push_back(x);
+      for (uintptr_t x = first == last_sector ? first + 1 : first; x <= last; ++x) {
+        if (in.kind != TrafficKind::store) launch_read_.push_back(x);
+        if (in.kind != TrafficKind::load) launch_written_.push_back(x);
+      }
       last_sector = last;
     };
     for (size_t i = 1; i < r.size(); ++i) {
@@ -59,9 +62,12 @@ void TrafficCounter::flush(LaunchCounts& c) {
 }
 
 void TrafficCounter::finish_launch(LaunchCounts& c) {
-  std::sort(launch_sectors_.begin(), launch_sectors_.end());
-  c.unique_sectors += uint64_t(std::unique(launch_sectors_.begin(), launch_sectors_.end()) - launch_sectors_.begin());
-  launch_sectors_.clear();
+  // A sector read and written (an update in place) crosses the DRAM bus twice; one read many times, once.
+  for (auto* v : {&launch_read_, &launch_written_}) {
+    std::sort(v->begin(), v->end());
+    c.unique_sectors += uint64_t(std::unique(v->begin(), v->end()) - v->begin());
+    v->clear();
+  }
 }
 
 void TrafficCounter::clear() {

@@ -32,7 +32,7 @@ class TrafficCounter {
   // At the end of a launch: the distinct sectors of all its blocks into c.unique_sectors; forgets them.
   void finish_launch(LaunchCounts& c);
   void clear();  // the block's state (not the launch's sectors)
-  void reset() { clear(), launch_sectors_.clear(); }
+  void reset() { clear(), launch_read_.clear(), launch_written_.clear(); }
 
  private:
   struct Key {
@@ -59,7 +59,8 @@ class TrafficCounter {
   std::unordered_map<uint64_t, uint32_t> executions_;  // (thread, instruction) -> times executed so far
   std::unordered_map<Key, Instruction, KeyHash> instructions_;
   std::vector<Last> last_;  // per thread of the block
-  std::vector<uint64_t> launch_sectors_;  // every sector of the launch's blocks so far, with repeats
+  // Every sector the launch's blocks read and wrote so far, with repeats (an atomic both reads and writes).
+  std::vector<uint64_t> launch_read_, launch_written_;
 };
 
 }  // namespace kvsim::emu

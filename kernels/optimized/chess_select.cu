@@ -1,21 +1,26 @@
-// CHESS's per-step selection on the GPU: the anchor's scores over all summary vectors (grids, chunks and
-// pages concatenated, as policies/chess/selector.cpp lays them out) in ONE launch, then the hierarchical
-// quantile select (grid -> chunk -> page) of kvsim::ref::chess_hierarchical_select.
+// CHESS's per-step selection on the GPU in two launches and one host synchronization: the anchor's
+// scores over all summary vectors (grids, chunks and pages concatenated, as policies/chess/selector.cpp
+// lays them out), then the whole hierarchical quantile select (grid -> chunk -> page) of
+// kvsim::ref::chess_hierarchical_select in one block; the launcher's only read-back is the three kept
+// counts the caller needs.
 //   Scores: one warp per summary vector, each lane a float4 slice of d, the dot product reduced with xor
-//   shuffles — every vector is read once as coalesced 16-byte loads, no shared memory, no barrier; the
-//   anchor (d floats) stays in L1/L2 for every warp. The three levels in one launch keep the small grid
-//   and chunk levels from each paying a launch and a tail of idle SMs.
-//   Select (QuantileScope::survivors, the policy's): per level, topk.cu in index order with the parent
-//   filter — the survivors compete in place, no compaction, no sort — after one small kernel marks the
-//   kept parents. The survivors' count (for ceil(rho · survivors)) comes from the kept parents' ids,
-//   which the host reads back (a few hundred bytes) as the reference launcher does with its counts.
+//   shuffles — every vector is read once as coalesced 16-byte loads; a block's 8 scores are stored
+//   together (one 32-byte sector) instead of one lane-0 store per warp.
+//   Select (QuantileScope::survivors, the policy's): one block of 1024 threads runs the three levels in
+//   sequence with barriers between. Per level it counts the survivors from the level above's kept
+//   marks (a bitmap in shared memory), computes k = ceil(rho · survivors) on the device
+//   (hd::keep_count, the host's rule and arithmetic), radix-selects the k best survivors in place
+//   (block_select.cuh: an excluded child gets the largest word — no compaction, no sort, the reference's
+//   tie rule since survivors keep their ascending order) and compacts them in index order, marking them
+//   in the next level's bitmap. No memset (the block clears its bitmaps), no host read-back between
+//   levels, no per-call allocation.
 //   masked_all (Algorithm 1 read literally, a test-only scope) uses the reference launcher.
 // Design and bound: README.md here.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
+#include "kernels/optimized/block_select.cuh"
 #include "kernels/optimized/cuda.hpp"
 #include "kernels/reference/cuda_common.cuh"
 #include "kernels/reference/hd.hpp"
@@ -23,49 +28,101 @@
 namespace kvsim::opt::KVSIM_CUDA_BACKEND {
 namespace {
 namespace check = ::kvsim::ref::KVSIM_CUDA_BACKEND::detail;
+namespace bs = block_select;
+using bs::Word;
 
 constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kSelectThreads = 1024;  // one block on one SM: as many loads in flight as a block holds
+// The kept marks of grids and chunks live in shared memory: up to 8192 words (32 KiB), 262144 marks.
+constexpr int64_t kMaxMarkWords = 8192;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
 __global__ void __launch_bounds__(kThreads) summary_scores_kernel(const float* anchor, const float* M, int64_t n, int d,
                                                                   float scale, float* scores) {
-  const int lane = threadIdx.x & 31;
-  const int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  if (row >= n) return;  // whole warps: blockDim is a multiple of 32
-  const float4* a = reinterpret_cast<const float4*>(anchor);
-  const float4* x = reinterpret_cast<const float4*>(M + row * d);
-  float s = 0.f;
-  for (int i = lane; i < d / 4; i += 32) {
-    const float4 u = a[i], v = x[i];
-    s += u.x * v.x + u.y * v.y + u.z * v.z + u.w * v.w;
+  __shared__ float block_scores[kWarps];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t row0 = int64_t(blockIdx.x) * kWarps, row = row0 + warp;
+  if (row < n) {  // the same for every lane of a warp, so the shuffles see the whole warp
+    const float4* a = reinterpret_cast<const float4*>(anchor);
+    const float4* x = reinterpret_cast<const float4*>(M + row * d);
+    float s = 0.f;
+    for (int i = lane; i < d / 4; i += 32) {
+      const float4 u = __ldg(a + i), v = __ldg(x + i);  // one 16-byte load each (paged_decode.cu's load4)
+      s += u.x * v.x + u.y * v.y + u.z * v.z + u.w * v.w;
+    }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFullWarp, s, o);
+    if (lane == 0) block_scores[warp] = scale * s;
   }
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFullWarp, s, o);
-  if (lane == 0) scores[row] = scale * s;
+  __syncthreads();
+  if (threadIdx.x < kWarps && row0 + threadIdx.x < n) scores[row0 + threadIdx.x] = block_scores[threadIdx.x];
 }
 
-// mask[ids[j]] = 1 for the kept ids of a level (mask cleared before).
-__global__ void __launch_bounds__(kThreads) mark_kept_kernel(const int32_t* ids, int64_t m, unsigned char* mask) {
-  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j < m) mask[ids[j]] = 1;
+__device__ __forceinline__ bool marked(const unsigned* bits, int64_t i) { return (bits[i >> 5] >> (i & 31)) & 1u; }
+
+// One level of the select, by the whole block: the quantile rho of the children of the parents marked in
+// parent_bits (parent of i = i / group; all n compete when parent_bits is null), kept ids ascending
+// into out, and marked in kept_bits (when not null) for the level below. Returns the kept count.
+__device__ int64_t select_level(bs::Shared& sh, int32_t* tile_ids, unsigned* s_count, const float* s, int64_t n,
+                                int group, const unsigned* parent_bits, int64_t n_parents, double rho, int32_t* out,
+                                unsigned* kept_bits) {
+  const int tid = threadIdx.x;
+  // Survivors: every child of a kept parent; only the last parent may have fewer than `group` children.
+  int64_t survivors = n;
+  if (parent_bits) {
+    if (tid == 0) *s_count = 0;
+    __syncthreads();
+    unsigned local = 0;
+    for (int64_t w = tid; w < (n_parents + 31) / 32; w += blockDim.x) local += __popc(parent_bits[w]);
+    for (int o = 16; o > 0; o >>= 1) local += __shfl_xor_sync(kFullWarp, local, o);
+    if ((tid & 31) == 0 && local) atomicAdd(s_count, local);
+    __syncthreads();
+    const int64_t kept_parents = *s_count;
+    const bool last_kept = marked(parent_bits, n_parents - 1);
+    survivors = kept_parents * group - (last_kept ? n_parents * group - n : 0);
+    __syncthreads();  // s_count is reset by the next level
+  }
+  const int64_t k = ::kvsim::ref::hd::keep_count(rho, survivors);  // the same value in every thread
+  if (k == 0) return 0;
+  // Each score is loaded whether or not its parent was kept: the warp's load is then one aligned
+  // segment of full sectors (the scores are L2-resident, just written by the scores kernel).
+  const auto word_at = [&](int64_t i) {
+    const float v = s[i];
+    if (parent_bits && !marked(parent_bits, int32_t(i) / group)) return bs::kExcluded;
+    return ::kvsim::ref::hd::rank_word(v, int32_t(i));
+  };
+  const int64_t i0 = bs::aligned_start(s, sizeof(float));
+  Word prefix = 0, mask = 0;
+  if (k < survivors) bs::radix_bounds(sh, i0, n, k, word_at, prefix, mask);
+  return bs::compact_in_order(
+      sh, i0, n, word_at, prefix, mask,
+      [&](int64_t, int64_t in_tile, int64_t i, Word) {
+        tile_ids[in_tile] = int32_t(i);
+        if (kept_bits) atomicOr(&kept_bits[i >> 5], 1u << (i & 31));
+      },
+      [&](int64_t base, int64_t tile) {
+        if (tid < tile) out[base + tid] = tile_ids[tid];
+      });
 }
 
-// One level: the quantile of the children of the kept parents (parent of i = i / group), kept ids
-// ascending into out; kept_parents = the level above's kept ids (device), m of them. Returns the count.
-int64_t select_level(const float* scores, int64_t n, int64_t group, int64_t n_parents, const int32_t* kept_parents,
-                     int64_t m, double rho, unsigned char* mask, int32_t* out) {
-  if (n == 0 || m == 0) return 0;
-  std::vector<int32_t> parents(static_cast<size_t>(m));
-  check::check(cudaMemcpy(parents.data(), kept_parents, size_t(m) * sizeof(int32_t), cudaMemcpyDeviceToHost),
-               "opt::chess_select (kept ids)");
-  int64_t survivors = 0;
-  for (int32_t g : parents) survivors += std::min<int64_t>(group, n - int64_t(g) * group);
-  check::check(cudaMemsetAsync(mask, 0, size_t(n_parents)), "opt::chess_select (mask)");
-  KVSIM_LAUNCH(mark_kept_kernel, check::blocks_for(m, kThreads), kThreads)(kept_parents, m, mask);
-  check::check_launch("opt::chess_select (mark)");
-  TopkParams t;
-  t.scores = scores, t.out = out, t.rows = 1, t.n = n, t.k = ::kvsim::ref::hd::keep_count(rho, survivors);
-  t.rank_order = false, t.parent_kept = mask, t.group_size = group;
-  return topk(t);
+// The three levels, one block. counts[0..2] = kept grids, chunks, pages.
+// One block per launch: minBlocksPerSM 1 lets ptxas use up to 64 registers instead of spilling.
+__global__ void __launch_bounds__(kSelectThreads, 1) chess_levels_kernel(ChessSelectParams p, int64_t G, int64_t C) {
+  __shared__ bs::Shared sh;
+  __shared__ int32_t tile_ids[kSelectThreads];
+  __shared__ unsigned s_count;
+  KVSIM_DYNAMIC_SHARED(unsigned, marks);  // [grid words | chunk words]
+  const int64_t grid_words = (G + 31) / 32, chunk_words = (C + 31) / 32;
+  unsigned* grid_bits = marks;
+  unsigned* chunk_bits = marks + grid_words;
+  for (int64_t w = threadIdx.x; w < grid_words + chunk_words; w += blockDim.x) marks[w] = 0u;
+  __syncthreads();
+  const int64_t g = select_level(sh, tile_ids, &s_count, p.scores, G, 1, nullptr, 0, p.rho_g, p.grids, grid_bits);
+  const int64_t c = select_level(sh, tile_ids, &s_count, p.scores + G, C, p.chunks_per_grid, grid_bits, G, p.rho_c,
+                                 p.chunks, chunk_bits);
+  const int64_t pg = select_level(sh, tile_ids, &s_count, p.scores + G + C, p.num_pages, p.pages_per_chunk, chunk_bits,
+                                  C, p.rho_p, p.pages, nullptr);
+  if (threadIdx.x < 3) p.level_counts[threadIdx.x] = int32_t(threadIdx.x == 0 ? g : threadIdx.x == 1 ? c : pg);
 }
 }  // namespace
 
@@ -73,27 +130,28 @@ int64_t select_level(const float* scores, int64_t n, int64_t group, int64_t n_pa
   if (p.num_pages < 0 || p.pages_per_chunk <= 0 || p.chunks_per_grid <= 0)
     throw std::runtime_error("opt::chess_select: num_pages < 0 or a level size <= 0");
   if (p.d <= 0 || p.d % 4 != 0) throw std::runtime_error("opt::chess_select: d must be a positive multiple of 4");
+  if (p.num_pages > INT32_MAX) throw std::runtime_error("opt::chess_select: num_pages above 2^31 - 1");
   if (p.num_pages == 0) return {};
   const int64_t C = (p.num_pages + p.pages_per_chunk - 1) / p.pages_per_chunk;
   const int64_t G = (C + p.chunks_per_grid - 1) / p.chunks_per_grid;
   const int64_t n = G + C + p.num_pages;
-  KVSIM_LAUNCH(summary_scores_kernel, check::blocks_for(n * 32, kThreads), kThreads)
-  (p.anchor, p.summaries, n, p.d, p.scale, p.scores);
-  check::check_launch("opt::chess_select (scores)");
+  const int64_t mark_words = (G + 31) / 32 + (C + 31) / 32;
+  if (!p.masked_all && !p.level_counts) throw std::runtime_error("opt::chess_select: level_counts scratch required");
+  if (!p.masked_all && mark_words > kMaxMarkWords)
+    throw std::runtime_error("opt::chess_select: above 262144 grids and chunks (their marks fill shared memory)");
+  KVSIM_LAUNCH(summary_scores_kernel, check::blocks_for(n, kWarps), kThreads)(p.anchor, p.summaries, n, p.d, p.scale,
+                                                                              p.scores);
+  check::check(cudaGetLastError(), "opt::chess_select (scores)");
   if (p.masked_all)
     return ::kvsim::ref::KVSIM_CUDA_BACKEND::chess_hierarchical_select(
         p.scores, p.scores + G, p.scores + G + C, p.num_pages, p.pages_per_chunk, p.chunks_per_grid, p.rho_g, p.rho_c,
         p.rho_p, true, p.grids, p.chunks, p.pages);
-  if (!p.level_mask) throw std::runtime_error("opt::chess_select: level_mask scratch required");
-  ::kvsim::ref::KVSIM_CUDA_BACKEND::LevelCounts c;
-  TopkParams t;  // grids: a plain quantile, every grid competes
-  t.scores = p.scores, t.out = p.grids, t.rows = 1, t.n = G, t.k = ::kvsim::ref::hd::keep_count(p.rho_g, G);
-  t.rank_order = false;
-  c.grids = topk(t);
-  c.chunks = select_level(p.scores + G, C, p.chunks_per_grid, G, p.grids, c.grids, p.rho_c, p.level_mask, p.chunks);
-  c.pages = select_level(p.scores + G + C, p.num_pages, p.pages_per_chunk, C, p.chunks, c.chunks, p.rho_p,
-                         p.level_mask, p.pages);
-  return c;
+  // Stream-ordered after the scores: no synchronization between the two launches.
+  KVSIM_LAUNCH(chess_levels_kernel, 1, kSelectThreads, size_t(mark_words) * sizeof(unsigned))(p, G, C);
+  check::check(cudaGetLastError(), "opt::chess_select (levels)");
+  int32_t counts[3] = {0, 0, 0};  // the one host synchronization: the caller needs the counts
+  check::check(cudaMemcpy(counts, p.level_counts, sizeof counts, cudaMemcpyDeviceToHost), "opt::chess_select (counts)");
+  return {counts[0], counts[1], counts[2]};
 }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

@@ -21,10 +21,14 @@ constexpr int64_t kMaxGridX = 2147483647;
 template <class T>
 __global__ void __launch_bounds__(kThreads) copy_runs_kernel(GatherRunsParams p) {
   constexpr int64_t kPer = sizeof(T) / sizeof(float);
+  // The run's three ints, loaded by one thread (three 4-byte loads, not three per warp) and shared.
+  __shared__ int32_t run[3];
   const int64_t r = blockIdx.x;
-  const int64_t len = int64_t(p.rows[r]) * p.row_elems / kPer;
-  const T* src = reinterpret_cast<const T*>(p.src + int64_t(p.src_row[r]) * p.row_elems);
-  T* dst = reinterpret_cast<T*>(p.dst + int64_t(p.dst_row[r]) * p.row_elems);
+  if (threadIdx.x == 0) run[0] = p.rows[r], run[1] = p.src_row[r], run[2] = p.dst_row[r];
+  __syncthreads();
+  const int64_t len = int64_t(run[0]) * p.row_elems / kPer;
+  const T* src = reinterpret_cast<const T*>(p.src + int64_t(run[1]) * p.row_elems);
+  T* dst = reinterpret_cast<T*>(p.dst + int64_t(run[2]) * p.row_elems);
   // Consecutive threads on consecutive 16-byte words: each warp moves 512 contiguous bytes per step.
   for (int64_t i = threadIdx.x; i < len; i += blockDim.x) dst[i] = src[i];
 }
@@ -40,7 +44,7 @@ void gather_runs(const GatherRunsParams& p) {
     KVSIM_LAUNCH(copy_runs_kernel<float4>, unsigned(p.num_runs), kThreads)(p);
   else
     KVSIM_LAUNCH(copy_runs_kernel<float>, unsigned(p.num_runs), kThreads)(p);
-  check::check_launch("opt::gather_runs");
+  check::check(cudaGetLastError(), "opt::gather_runs");  // no synchronization: nothing to read back
 }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

@@ -17,6 +17,7 @@
 // Splitting the KV sequence is what fills the GPU when batch · num_kv_heads is small (long-context
 // decode of one request): without it one block walks the whole sequence on one SM.
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -32,11 +33,16 @@ using ::kvsim::ref::hd::OnlineSoftmax;
 constexpr int kThreads = 128;  // per block: enough warps in flight per SM with several blocks resident
 constexpr int kMaxGroup = 8;   // query heads per KV head held in registers (GQA groups up to 8)
 constexpr int kVec = 4;        // floats per load: one 16-byte float4
+constexpr int kUnroll = 4;     // tokens per token row and iteration: 8 float4 loads in flight per thread
 // Blocks the split planner aims for: two per SM of an H100 SXM (132 SMs), so every SM stays busy.
 constexpr int64_t kTargetBlocks = 2 * 132;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
-__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+// One 16-byte load through the read-only path (q and the K/V pages do not change during the kernel).
+// Spelled __ldg so the emulated build also sees one 16-byte access per lane: g++ would split a plain
+// float4 copy into four 4-byte loads, which the emulator's sector counting would take for a stride-4
+// pattern (25% of each sector used) where the GPU issues one 128-bit load.
+__device__ __forceinline__ float4 load4(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 __device__ __forceinline__ float dot4(const float4& a, const float4& b) {
   return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
 }
@@ -57,35 +63,73 @@ __global__ void __launch_bounds__(kThreads)
 
   float4 q[GROUP], acc[GROUP];
   OnlineSoftmax st[GROUP];
-  for (int g = 0; g < GROUP; ++g) {
+  KVSIM_UNROLL for (int g = 0; g < GROUP; ++g) {
     const float* qh = p.q + (int64_t(b) * p.num_qo_heads + kvh * GROUP + g) * p.head_dim + tx * kVec;
     const float4 v = load4(qh);
     q[g] = make_float4(v.x * p.scale, v.y * p.scale, v.z * p.scale, v.w * p.scale);  // scale folded in once
     acc[g] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
 
+  // Row ty takes tokens base + j·bdy + ty, j < kUnroll, per iteration (the same tokens in the same order
+  // as one token per iteration would give it, so its softmax state sees the same sequence). The page ids
+  // of an iteration are loaded one iteration ahead, so the K/V loads never wait on a dependent page-id
+  // load, and all 2·kUnroll float4 loads are issued before the first dot product needs one.
+  const int32_t* page_ids = p.indices + page_begin;
+  const int64_t token_stride = int64_t(p.num_kv_heads) * p.head_dim;  // floats per token row (NHD)
+  const int64_t page_stride = int64_t(ps) * token_stride;
+  const int64_t head_off = int64_t(kvh) * p.head_dim + tx * kVec;
+  const int64_t step = int64_t(bdy) * kUnroll;
+  // The page ids of the row's tokens first + j·bdy; a token in the same page as the one before reuses
+  // its id (one load per page a row touches, not one per token).
+  int32_t page[kUnroll];
+  const auto load_pages = [&](int64_t first) {
+    int64_t prev = -1;
+    int32_t id = 0;
+    KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
+      const int64_t t = first + j * bdy, pg = t / ps;
+      if (t < t_end && pg != prev) id = page_ids[pg], prev = pg;
+      page[j] = id;  // (past t_end: never used)
+    }
+  };
+  load_pages(t_begin + ty);
   // A uniform trip count for the whole block: a warp holds 32 / bdx token rows and all of them must
   // reach the shuffles together, so rows past t_end run with a zero row and push nothing.
-  for (int64_t base = t_begin; base < t_end; base += bdy) {
-    const int64_t t = base + ty;
-    const bool valid = t < t_end;
-    float4 k = make_float4(0.f, 0.f, 0.f, 0.f), v = k;
-    if (valid) {
-      const int64_t page = p.indices[page_begin + t / ps];
-      const int64_t off = ((page * ps + t % ps) * p.num_kv_heads + kvh) * int64_t(p.head_dim) + tx * kVec;
-      k = load4(p.k_pages + off);
-      v = load4(p.v_pages + off);  // issued before the dot products need k: both loads in flight
+  for (int64_t base = t_begin; base < t_end; base += step) {
+    float4 k[kUnroll], v[kUnroll];
+    KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
+      const int64_t t = base + j * bdy + ty;
+      k[j] = v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (t < t_end) {
+        const int64_t off = page[j] * page_stride + (t % ps) * token_stride + head_off;
+        k[j] = load4(p.k_pages + off);
+        v[j] = load4(p.v_pages + off);
+      }
     }
-    for (int g = 0; g < GROUP; ++g) {
-      float s = dot4(q[g], k);
-      for (int o = bdx / 2; o > 0; o >>= 1) s += __shfl_xor_sync(kFullWarp, s, o, bdx);
-      if (!valid) continue;
-      float rescale, pr;
-      st[g].push(s, rescale, pr);
-      acc[g].x = acc[g].x * rescale + pr * v.x;
-      acc[g].y = acc[g].y * rescale + pr * v.y;
-      acc[g].z = acc[g].z * rescale + pr * v.z;
-      acc[g].w = acc[g].w * rescale + pr * v.w;
+    load_pages(base + step + ty);  // the next iteration's page ids, in flight with K and V
+    KVSIM_UNROLL for (int g = 0; g < GROUP; ++g) {
+      // The row's kUnroll logits (independent shuffle trees), then one online-softmax step for all of
+      // them: one rescale of (l, acc) per iteration instead of one per token — 1 + kUnroll exponentials
+      // per kUnroll tokens rather than 2·kUnroll, and a quarter of the rescaling multiplies, the same
+      // result up to rounding. A past-the-end, -inf or NaN logit adds nothing (hd::OnlineSoftmax::push).
+      float sc[kUnroll];
+      KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
+        float s = dot4(q[g], k[j]);
+        for (int o = bdx / 2; o > 0; o >>= 1) s += __shfl_xor_sync(kFullWarp, s, o, bdx);
+        sc[j] = base + j * bdy + ty < t_end ? s : -INFINITY;
+      }
+      float m_new = st[g].m;
+      KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) m_new = sc[j] > m_new ? sc[j] : m_new;
+      if (!(m_new > -INFINITY)) continue;  // nothing pushed yet, nothing to push
+      const float rescale = expf(st[g].m - m_new);  // 0 while the state is empty (m = -inf)
+      float l = st[g].l * rescale;
+      float4 a = make_float4(acc[g].x * rescale, acc[g].y * rescale, acc[g].z * rescale, acc[g].w * rescale);
+      KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
+        if (!(sc[j] > -INFINITY)) continue;
+        const float pr = expf(sc[j] - m_new);
+        l += pr;
+        a.x += pr * v[j].x, a.y += pr * v[j].y, a.z += pr * v[j].z, a.w += pr * v[j].w;
+      }
+      st[g].m = m_new, st[g].l = l, acc[g] = a;
     }
   }
 
@@ -93,7 +137,7 @@ __global__ void __launch_bounds__(kThreads)
   // merged by row g (mod bdy), each lane its own float4 of channels.
   __shared__ float4 acc_s[kThreads * GROUP];
   __shared__ float m_s[kThreads * GROUP], l_s[kThreads * GROUP];
-  for (int g = 0; g < GROUP; ++g) {
+  KVSIM_UNROLL for (int g = 0; g < GROUP; ++g) {
     acc_s[(ty * GROUP + g) * bdx + tx] = acc[g];
     if (tx == 0) m_s[ty * GROUP + g] = st[g].m, l_s[ty * GROUP + g] = st[g].l;
   }
@@ -120,39 +164,62 @@ __global__ void __launch_bounds__(kThreads)
     if (splits == 1) {
       dst = p.out + row * p.head_dim;
       lse_dst = p.lse + row;
-    } else {  // a partial state: [row, split, head_dim + 1], the lse after the channels
-      dst = p.workspace + (row * splits + split) * (p.head_dim + 1);
-      lse_dst = dst + p.head_dim;
+    } else {  // a partial state: channels at [row, split, head_dim], lse at [row, split] after all of them
+      dst = p.workspace + (row * splits + split) * p.head_dim;
+      lse_dst = p.workspace + int64_t(p.batch) * p.num_qo_heads * splits * p.head_dim + row * splits + split;
     }
-    // Partial states have a row stride of head_dim + 1 floats, so they are stored as scalars.
-    dst[tx * kVec + 0] = o.x * inv;
-    dst[tx * kVec + 1] = o.y * inv;
-    dst[tx * kVec + 2] = o.z * inv;
-    dst[tx * kVec + 3] = o.w * inv;
+    // head_dim % 4 == 0 and 16-byte aligned bases: one float4 store per lane, a row in full sectors.
+    *reinterpret_cast<float4*>(dst + tx * kVec) = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
     if (tx == 0) *lse_dst = lse;
   }
 }
 
-// One block per (request, query head): out = Σ_s w_s o_s, w_s = exp(lse_s - lse), lse = log Σ exp(lse_s).
-__global__ void __launch_bounds__(kThreads) merge_splits_kernel(PagedDecodeParams p, int splits) {
-  const int64_t row = blockIdx.x;
-  const float* part = p.workspace + row * splits * (p.head_dim + 1);
-  float M = -INFINITY;
-  for (int s = 0; s < splits; ++s) M = fmaxf(M, part[s * (p.head_dim + 1) + p.head_dim]);
-  float L = 0.f;
-  if (M > -INFINITY)
-    for (int s = 0; s < splits; ++s) L += expf(part[s * (p.head_dim + 1) + p.head_dim] - M);
-  const float inv = L > 0.f ? 1.f / L : 0.f;
-  for (int c = threadIdx.x; c < p.head_dim; c += blockDim.x) {
-    float o = 0.f;
-    if (L > 0.f)
-      for (int s = 0; s < splits; ++s) {
-        const float ls = part[s * (p.head_dim + 1) + p.head_dim];
-        if (ls > -INFINITY) o += expf(ls - M) * part[s * (p.head_dim + 1) + c];
-      }
-    p.out[row * p.head_dim + c] = o * inv;
+// x reduced over the block (max or sum) through red[kThreads / 32]; every thread gets the result.
+__device__ float block_reduce(float x, bool is_max, float* red) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float y = __shfl_xor_sync(kFullWarp, x, o);
+    x = is_max ? fmaxf(x, y) : x + y;
   }
-  if (threadIdx.x == 0) p.lse[row] = L > 0.f ? M + logf(L) : -INFINITY;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) red[warp] = x;
+  __syncthreads();
+  float r = red[0];
+  for (int w = 1; w < int(blockDim.x >> 5); ++w) r = is_max ? fmaxf(r, red[w]) : r + red[w];
+  __syncthreads();  // red is reused by the next reduction
+  return r;
+}
+
+// One block per (request, query head): out = Σ_s w_s o_s, w_s = exp(lse_s - lse), lse = log Σ exp(lse_s).
+// The splits' lse are read by consecutive threads (one coalesced load per 32 splits, not one broadcast
+// load per split and thread), their weights staged in shared memory; thread c then sums channel c,
+// consecutive threads on consecutive channels of each partial row.
+__global__ void __launch_bounds__(kThreads) merge_splits_kernel(PagedDecodeParams p, int splits) {
+  __shared__ float red[kThreads / 32];
+  __shared__ float w_s[kThreads];
+  const int tid = threadIdx.x;
+  const int64_t row = blockIdx.x;
+  const float* part = p.workspace + row * splits * p.head_dim;
+  const float* lse = p.workspace + int64_t(p.batch) * p.num_qo_heads * splits * p.head_dim + row * splits;
+  float m = -INFINITY;
+  for (int s = tid; s < splits; s += blockDim.x) m = fmaxf(m, lse[s]);
+  const float M = block_reduce(m, true, red);
+  float l = 0.f;
+  if (M > -INFINITY)
+    for (int s = tid; s < splits; s += blockDim.x) l += expf(lse[s] - M);
+  const float L = block_reduce(l, false, red);
+  float o = 0.f;
+  for (int s0 = 0; s0 < splits; s0 += blockDim.x) {
+    const int s = s0 + tid;
+    w_s[tid] = s < splits && L > 0.f && lse[s] > -INFINITY ? expf(lse[s] - M) : 0.f;
+    __syncthreads();
+    const int m_here = splits - s0 < int(blockDim.x) ? splits - s0 : int(blockDim.x);
+    if (tid < p.head_dim)
+      for (int j = 0; j < m_here; ++j)
+        if (w_s[j] != 0.f) o += w_s[j] * part[int64_t(s0 + j) * p.head_dim + tid];
+    __syncthreads();  // w_s is rewritten by the next group of splits
+  }
+  if (tid < p.head_dim) p.out[row * p.head_dim + tid] = L > 0.f ? o * (1.f / L) : 0.f;
+  if (tid == 0) p.lse[row] = L > 0.f ? M + logf(L) : -INFINITY;
 }
 
 struct Plan {
@@ -167,6 +234,9 @@ void validate(const PagedDecodeParams& p) {
   const int lanes = p.head_dim / kVec;
   if (p.head_dim % kVec != 0 || lanes < 1 || lanes > 32 || (lanes & (lanes - 1)) != 0)
     fail("head_dim must be 4 times a power of two, at most 128");
+  const auto misaligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
+  if (misaligned(p.q) || misaligned(p.k_pages) || misaligned(p.v_pages) || misaligned(p.out) || misaligned(p.workspace))
+    fail("q, k_pages, v_pages, out and workspace must be 16-byte aligned (float4 loads and stores)");
 }
 
 Plan plan(const PagedDecodeParams& p) {
@@ -217,10 +287,10 @@ void paged_decode_attention(const PagedDecodeParams& p) {
     case 7: launch_split<7>(p, pl); break;
     default: launch_split<8>(p, pl); break;
   }
-  check::check_launch("opt::paged_decode_attention");
-  if (pl.splits > 1) {
+  check::check(cudaGetLastError(), "opt::paged_decode_attention");
+  if (pl.splits > 1) {  // stream-ordered after the splits: no synchronization in between
     KVSIM_LAUNCH(merge_splits_kernel, p.batch * p.num_qo_heads, kThreads)(p, pl.splits);
-    check::check_launch("opt::paged_decode_attention (merge)");
+    check::check(cudaGetLastError(), "opt::paged_decode_attention (merge)");
   }
 }
 

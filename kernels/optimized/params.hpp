@@ -26,7 +26,8 @@ struct PagedDecodeParams {
   // Planning (host values; FlashInfer's plan() reads them from a host copy of indptr):
   int max_pages_per_request = 0;  // an upper bound of indptr[b+1] - indptr[b]
   int pages_per_split = 0;        // KV pages per split; 0 = pick so the grid fills the GPU
-  // Partial states of the splits, [batch, num_qo_heads, splits, head_dim + 1] floats; required when
+  // Partial states of the splits: the channels [batch, num_qo_heads, splits, head_dim], then the lse
+  // [batch, num_qo_heads, splits] (so each partial row is float4-aligned); 16-byte aligned, required when
   // the plan has more than one split (paged_decode_workspace_floats says how many).
   float* workspace = nullptr;
 };
@@ -52,7 +53,10 @@ struct TopkParams {
 // builds the runs from a page list on the host.
 struct GatherRunsParams {
   const float* src = nullptr;  // [*, row_elems]; may be mapped pinned host memory (zero-copy gather)
-  float* dst = nullptr;        // [Σ rows, row_elems]; e.g. the pinned staging buffer
+  // [Σ rows, row_elems]; e.g. the pinned staging buffer. The launcher does not wait for the copy: a
+  // host reader of a pinned dst synchronizes first (cudaStreamSynchronize / an event), device readers
+  // on the same stream need nothing.
+  float* dst = nullptr;
   const int32_t* src_row = nullptr;  // [num_runs]
   const int32_t* dst_row = nullptr;  // [num_runs]
   const int32_t* rows = nullptr;     // [num_runs]
@@ -70,8 +74,10 @@ struct CentroidRecallParams {
   int G = 0, C = 0, d = 0, rho = 0, c_prime = 0;
   int64_t num_keys = 0;  // the bitmap's size: every ivf id is below it
   float* centroid_scores = nullptr;  // [C] scratch: cosine per centroid, max over the group
-  unsigned* bitmap = nullptr;        // [ceil(num_keys / 32)] scratch: the dedup bitmap
   int32_t* count = nullptr;          // [1] scratch: the recalled count, read back by the launcher
+  // No longer used (the dedup bitmap now lives in the recall kernel's shared memory); kept so callers
+  // written against the earlier global-bitmap recall still compile.
+  unsigned* bitmap = nullptr;
 };
 
 // CHESS selection (chess_select.cu): the anchor's scores over every summary vector of the three levels
@@ -87,7 +93,10 @@ struct ChessSelectParams {
   double rho_g = 1, rho_c = 1, rho_p = 1;
   bool masked_all = false;  // QuantileScope::masked_all instead of survivors (kernels/reference/select.hpp)
   int32_t *grids = nullptr, *chunks = nullptr, *pages = nullptr;  // [G], [C], [P]: kept ids, ascending
-  unsigned char* level_mask = nullptr;  // [C] scratch: the kept marks of the level above (survivors)
+  int32_t* level_counts = nullptr;  // [3] scratch: the kept counts of the three levels, read back once
+  // No longer used (the kept marks now live in the select kernel's shared memory); kept so callers
+  // written against the earlier multi-launch select still compile.
+  unsigned char* level_mask = nullptr;
 };
 
 }  // namespace kvsim::opt

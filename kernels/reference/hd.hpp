@@ -92,13 +92,21 @@ KVSIM_HD inline unsigned long long rank_word(float f, int32_t i) {
 
 // How many of n candidates a retention ratio rho keeps (select.hpp's quantile_keep_count, which
 // documents the rule): ceil(rho·n), with rho·n within 1e-9 (relative) of an integer counting as that
-// integer; rho clamped to [0, 1], NaN as 0. Host-only; the CUDA selection launchers call it too.
-inline int64_t keep_count(double rho, int64_t n) {
+// integer; rho clamped to [0, 1], NaN as 0. Host and device: the CUDA selection launchers call it on the
+// host, and chess_select.cu's select kernel on the device for the survivors it counts there. The same
+// double operations (one product, round, ceil, fabs: all exact or correctly rounded in IEEE 754) give
+// the same count on both — provided the product is rounded on its own: nvcc would otherwise contract
+// x - r below into fma(rho, n, -r), so the device spells the product __dmul_rn, which is never fused.
+KVSIM_HD inline int64_t keep_count(double rho, int64_t n) {
   if (n <= 0) return 0;
   rho = rho != rho ? 0.0 : (rho < 0.0 ? 0.0 : (rho > 1.0 ? 1.0 : rho));
+#if defined(__CUDA_ARCH__)
+  const double x = __dmul_rn(rho, double(n));
+#else
   const double x = rho * double(n);
-  const double r = std::round(x);
-  const int64_t k = std::fabs(x - r) <= 1e-9 * (x > 1.0 ? x : 1.0) ? int64_t(r) : int64_t(std::ceil(x));
+#endif
+  const double r = ::round(x);
+  const int64_t k = ::fabs(x - r) <= 1e-9 * (x > 1.0 ? x : 1.0) ? int64_t(r) : int64_t(::ceil(x));
   return k < 0 ? 0 : (k > n ? n : k);
 }
 

@@ -36,7 +36,10 @@ PhaseKernelLinks phase_kernels() {
   PhaseKernelLink mask = gemv;
   mask.phase = "hier_mask";
   mask.kernels = "opt::chess_select: the three levels' selection";
-  mask.launches = {"topk_kernel", "mark_kept_kernel"};
+  mask.launches = {"chess_levels_kernel"};
+  mask.low = 0.15;
+  mask.why = "the model charges four passes over every vector's score and a rewrite of the page list; the one-block "
+             "kernel reads the scores once into shared memory and writes only the kept ids";
   links.push_back(mask);
   PhaseKernelLink pv;
   pv.phase = "page_vector";

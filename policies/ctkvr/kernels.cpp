@@ -31,8 +31,8 @@ PhaseKernelLinks phase_kernels() {
   links.push_back(cos);
   PhaseKernelLink dedup = cos;
   dedup.phase = "probe_dedup";
-  dedup.kernels = "opt::centroid_recall: top C' probes, IVF ids into a bitmap, ordered compaction";
-  dedup.launches = {"topk_kernel", "mark_ivf_kernel", "compact_bitmap_kernel"};
+  dedup.kernels = "opt::centroid_recall: top C' probes, IVF ids into a shared bitmap, ordered compaction (one block)";
+  dedup.launches = {"recall_kernel"};
   links.push_back(dedup);
   links.push_back(attention_link("gpu_attention", nullptr, false));
   PhaseKernelLink merge;
