@@ -30,10 +30,12 @@ nlohmann::json device_json(const std::string& backend, const std::string& note, 
 
 nlohmann::json device_check_json(const DeviceCheck& c) {
   nlohmann::json steps = nlohmann::json::array();
-  for (const DeviceStep& s : c.steps) steps.push_back({{"step", s.step}, {"where", s.where}, {"calls", s.calls}});
+  for (const DeviceStep& s : c.steps)
+    steps.push_back({{"step", s.step}, {"where", s.where}, {"calls", s.calls}, {"kernels", s.kernels}});
   return {{"backend", c.backend},
           {"selection_on_backend", c.selection_on_backend},
           {"selections", c.selections},
+          {"id_lists", c.id_lists},
           {"mismatched_selections", c.mismatched},
           {"selections_identical", c.identical()},
           {"first_mismatch", c.first_mismatch.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.first_mismatch)},
@@ -68,6 +70,14 @@ std::string device_table(const std::vector<const PolicyReplay*>& policies, const
                   ident.c_str(), err.c_str(), steps_text(c, "device").c_str(), host.c_str());
     text += buf;
     if (!c.first_mismatch.empty()) text += "  first differing selection: " + c.first_mismatch + "\n";
+  }
+  // Per policy and phase (step), the kernels that ran it: where, calls, kernel functions in launch order.
+  text += "kernels per policy and phase:\n";
+  for (const PolicyReplay* p : policies) {
+    const DeviceCheck& c = *p->device;
+    text += "  " + p->run.label + (c.selection_on_backend ? "" : " (selection on the host reference kernels)") + "\n";
+    for (const DeviceStep& st : c.steps)
+      text += "    " + st.step + " [" + st.where + ", " + std::to_string(st.calls) + " calls]: " + st.kernels + "\n";
   }
   return text;
 }

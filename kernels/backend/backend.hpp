@@ -47,6 +47,10 @@ enum class Step {
   pca_projection,    // pca_projection (SEKV's routing projection; no CUDA twin)
   truncated_svd,     // truncated_svd (SEKV's span factors; no CUDA twin)
   score_gemm,        // score_gemm, dot (many query rows against the same keys)
+  position_ids,      // the token ids a position rule keeps (StreamingLLM's sinks + window; full's 0..p)
+  sekv_summaries,    // SEKV's span means k-bar, v-bar (eq. 2) and routing summaries (eq. 3)
+  sekv_routing,      // SEKV's query projection q·W and routing gate (eq. 4-5), max over the GQA group
+  sekv_zoom,         // SEKV's zoom: threshold, then spans by decreasing gate until the budget is full
 };
 const char* step_name(Step s);
 
@@ -221,6 +225,42 @@ struct ContextPagesParams {  // ref::chess_context_pages
   int64_t count = 0, num_pages = 0, sink_pages = 0, window_pages = 0;
 };
 
+struct PositionIdsParams {  // ids [0, min(sinks, n)) then [max(that, n - window), n), ascending
+  int64_t n = 0, sinks = 0, window = 0;
+};
+struct SekvSummaryParams {  // per span: k-bar, v-bar = the weighted means of its rows (ref::segment_weighted_mean),
+                            // summary = normalize(k-bar · W)
+  const float *keys = nullptr, *values = nullptr;  // [n, d]
+  int64_t n = 0;
+  int d = 0;
+  const float* weights = nullptr;  // [n] per-token weights (surprisal), or null: uniform
+  const int32_t *span_begin = nullptr, *span_end = nullptr;  // [spans], tokens [begin, end), end <= n
+  int64_t spans = 0;
+  const float* W = nullptr;  // [d, d_proj]
+  int d_proj = 0;
+  float *kbar = nullptr, *vbar = nullptr, *summaries = nullptr;  // [spans, d], [spans, d], [spans, d_proj]
+};
+struct SekvRoutingParams {  // best[s] = max over the rows of sekv_route((q_r·W)·summary_s, |S_s|), from -1
+  const float* queries = nullptr;  // [rows, d]: the query heads of one GQA group
+  int rows = 0, d = 0;
+  const float* W = nullptr;  // [d, d_proj]
+  int d_proj = 0;
+  const float* summaries = nullptr;  // [spans, d_proj]
+  const int32_t* span_len = nullptr;  // [spans]
+  int64_t spans = 0;
+  float* best = nullptr;  // [spans]
+};
+struct SekvZoomParams {  // spans with span_end - 1 <= position and gate > threshold, by decreasing gate (ties
+                         // by the lower span), taken while their tokens fit in room (+1e-9); the first misfit stops
+  const float* gate = nullptr;       // [spans]
+  const int32_t* span_len = nullptr;  // [spans]
+  const int32_t* span_end = nullptr;  // [spans]
+  int64_t spans = 0, position = 0;
+  double threshold = 0;  // compared in double, as gate > tau is on the host
+  double room = 0;
+  double* used = nullptr;  // out: the zoomed spans' tokens
+};
+
 struct PcaParams {  // ref::pca_projection: W[d, d_proj] row-major
   const float* keys = nullptr;  // [n, d]
   int64_t n = 0;
@@ -240,8 +280,9 @@ class StepLog {
   struct Entry {
     Where where = Where::host;
     int64_t calls = 0;
+    std::string kernels;  // Backend::kernels(step): the kernel functions that ran it
   };
-  void record(Step s, Where w);
+  void record(Step s, Where w, const std::string& kernels);
   std::map<Step, Entry> entries() const;
 
  private:
@@ -257,6 +298,9 @@ class Backend {
   // "host", "cuda (emulated on the CPU)" or "cuda (<device name>)".
   virtual std::string name() const = 0;
   virtual Where where(Step s) const = 0;
+  // The kernel functions a step runs on this backend, in launch order ("opt::topk_kernel", ...): what the
+  // replay report lists per policy and phase. The host backends name their kvsim::ref / kvsim::host calls.
+  virtual std::string kernels(Step s) const;
   // Whether timings from this backend say anything about a GPU (false on the host and the emulator).
   virtual bool timing_meaningful() const { return false; }
   // A backend of the same kind with its own empty step log, sharing what it keeps resident: one per
@@ -299,6 +343,13 @@ class Backend {
   std::vector<float> pca_projection(const PcaParams& p) const { return log(Step::pca_projection), do_pca_projection(p); }
   ref::LowRankFactors truncated_svd(const SvdParams& p) const { return log(Step::truncated_svd), do_truncated_svd(p); }
 
+  std::vector<int32_t> position_ids(const PositionIdsParams& p) const {
+    return log(Step::position_ids), do_position_ids(p);
+  }
+  void sekv_summaries(const SekvSummaryParams& p) const { log(Step::sekv_summaries), do_sekv_summaries(p); }
+  void sekv_routing(const SekvRoutingParams& p) const { log(Step::sekv_routing), do_sekv_routing(p); }
+  std::vector<int32_t> sekv_zoom(const SekvZoomParams& p) const { return log(Step::sekv_zoom), do_sekv_zoom(p); }
+
   const StepLog& steps() const { return *log_; }
 
  protected:
@@ -326,9 +377,13 @@ class Backend {
   virtual std::vector<int32_t> do_chess_context_pages(const ContextPagesParams& p) const = 0;
   virtual std::vector<float> do_pca_projection(const PcaParams& p) const = 0;
   virtual ref::LowRankFactors do_truncated_svd(const SvdParams& p) const = 0;
+  virtual std::vector<int32_t> do_position_ids(const PositionIdsParams& p) const = 0;
+  virtual void do_sekv_summaries(const SekvSummaryParams& p) const = 0;
+  virtual void do_sekv_routing(const SekvRoutingParams& p) const = 0;
+  virtual std::vector<int32_t> do_sekv_zoom(const SekvZoomParams& p) const = 0;
 
  private:
-  void log(Step s) const { log_->record(s, where(s)); }
+  void log(Step s) const { log_->record(s, where(s), kernels(s)); }
   std::unique_ptr<StepLog> log_ = std::make_unique<StepLog>();
 };
 
