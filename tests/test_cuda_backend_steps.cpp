@@ -29,17 +29,6 @@ Vec randn(size_t n, uint32_t seed) {
   return v;
 }
 
-struct Backends {
-  std::unique_ptr<Backend> dev = make_cuda_backend();
-  std::unique_ptr<Backend> host = make_host_backend();
-};
-Backends& be() {
-  static Backends b;
-  return b;
-}
-const Backend& dev() { return *be().dev; }
-const Backend& host() { return *be().host; }
-
 void expect_bits(const Vec& a, const Vec& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i)
@@ -52,7 +41,19 @@ void expect_near(const Vec& a, const Vec& b, double tol) {
 
 }  // namespace
 
-TEST(CudaBackendSteps, EveryStepRunsOnTheDeviceWithNamedKernels) {
+// A fresh pair of backends per test, destroyed with it: a CUDA backend keeps device memory (the resident
+// K/V), which must be freed while the emulator's allocator is alive, not at static destruction.
+class CudaBackendSteps : public ::testing::Test {
+ protected:
+  const Backend& dev() const { return *dev_; }
+  const Backend& host() const { return *host_; }
+
+ private:
+  std::unique_ptr<Backend> dev_ = make_cuda_backend();
+  std::unique_ptr<Backend> host_ = make_host_backend();
+};
+
+TEST_F(CudaBackendSteps, EveryStepRunsOnTheDeviceWithNamedKernels) {
   for (int s = 0; s <= int(Step::sekv_zoom); ++s) {
     SCOPED_TRACE(step_name(Step(s)));
     EXPECT_EQ(dev().where(Step(s)), Where::device);
@@ -60,7 +61,7 @@ TEST(CudaBackendSteps, EveryStepRunsOnTheDeviceWithNamedKernels) {
   }
 }
 
-TEST(CudaBackendSteps, DedupEmptyDuplicatesAndWideIds) {
+TEST_F(CudaBackendSteps, DedupEmptyDuplicatesAndWideIds) {
   EXPECT_TRUE(dev().dedup({.ids = nullptr, .n = 0}).empty());
   for (const Ids& ids : {Ids{7}, Ids{3, 3, 3}, Ids{31, 32, 0, 31, 33, 64, 63}, Ids{100000, 5, 99999, 5, 70000}}) {
     EXPECT_EQ(dev().dedup({.ids = ids.data(), .n = int64_t(ids.size())}),
@@ -75,7 +76,7 @@ TEST(CudaBackendSteps, DedupEmptyDuplicatesAndWideIds) {
   EXPECT_THROW(dev().dedup({.ids = neg.data(), .n = 2}), std::runtime_error);
 }
 
-TEST(CudaBackendSteps, TopkTiesNanAndK) {
+TEST_F(CudaBackendSteps, TopkTiesNanAndK) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   Vec s = {1, nan, 3, 3, -0.f, 0.f, 3, nan, -1};
   for (int64_t k : {0, 1, 3, 5, 9, 20})
@@ -86,7 +87,7 @@ TEST(CudaBackendSteps, TopkTiesNanAndK) {
   EXPECT_EQ(dev().topk({.scores = r.data(), .n = 1000, .k = 257}), host().topk({.scores = r.data(), .n = 1000, .k = 257}));
 }
 
-TEST(CudaBackendSteps, PositionIdsEdges) {
+TEST_F(CudaBackendSteps, PositionIdsEdges) {
   for (auto [n, sinks, window] : std::vector<std::array<int64_t, 3>>{
            {0, 4, 8}, {1, 4, 8}, {10, 4, 3}, {10, 20, 0}, {10, 0, 20}, {10, 6, 6}, {1000, 4, 257}, {10, -1, -1}})
     EXPECT_EQ(dev().position_ids({.n = n, .sinks = sinks, .window = window}),
@@ -94,7 +95,7 @@ TEST(CudaBackendSteps, PositionIdsEdges) {
         << n << " " << sinks << " " << window;
 }
 
-TEST(CudaBackendSteps, ScoresAreBitIdentical) {
+TEST_F(CudaBackendSteps, ScoresAreBitIdentical) {
   const int d = 7;
   const int64_t n = 300, m = 3;
   Vec M = randn(size_t(n * d), 5), Q = randn(size_t(m * d), 6);
@@ -111,7 +112,7 @@ TEST(CudaBackendSteps, ScoresAreBitIdentical) {
   expect_bits(a, b);
 }
 
-TEST(CudaBackendSteps, MeansAreBitIdentical) {
+TEST_F(CudaBackendSteps, MeansAreBitIdentical) {
   const int d = 5;
   const Vec X = randn(70 * d, 7);
   const Ids starts = {0, 1, 9, 40, 69};
@@ -141,7 +142,7 @@ TEST(CudaBackendSteps, MeansAreBitIdentical) {
   expect_bits(ga, gb);
 }
 
-TEST(CudaBackendSteps, ContextPagesUnionSinksAndWindow) {
+TEST_F(CudaBackendSteps, ContextPagesUnionSinksAndWindow) {
   const Ids sel = {5, 2, 5, 9};
   for (auto [pages, sinks, window] : std::vector<std::array<int64_t, 3>>{
            {12, 1, 4}, {12, 0, 0}, {3, 5, 5}, {40, 2, 1}, {0, 1, 1}, {12, 1, -2}}) {
@@ -154,7 +155,7 @@ TEST(CudaBackendSteps, ContextPagesUnionSinksAndWindow) {
   }
 }
 
-TEST(CudaBackendSteps, WindowPoolAndChunkAreBitIdentical) {
+TEST_F(CudaBackendSteps, WindowPoolAndChunkAreBitIdentical) {
   const int d = 8, G = 2, w = 3;
   const int64_t n = 300;
   const Vec K = randn(size_t(n) * d, 10), Qw = randn(size_t(G) * w * d, 11);
@@ -180,7 +181,7 @@ TEST(CudaBackendSteps, WindowPoolAndChunkAreBitIdentical) {
   expect_bits(ca, cb);
 }
 
-TEST(CudaBackendSteps, QuestPagesBoundsAndSelection) {
+TEST_F(CudaBackendSteps, QuestPagesBoundsAndSelection) {
   const int d = 6, page = 16;
   const int64_t n = 100, pages = 7;  // the last page partial
   const Vec K = randn(size_t(n) * d, 12), q = randn(d, 13);
@@ -200,7 +201,7 @@ TEST(CudaBackendSteps, QuestPagesBoundsAndSelection) {
         << k;
 }
 
-TEST(CudaBackendSteps, ChessLevelsMatchTheReference) {
+TEST_F(CudaBackendSteps, ChessLevelsMatchTheReference) {
   const int64_t P = 300;  // pages; 8 per chunk (the last partial), 8 chunks per grid
   const int64_t C = (P + 7) / 8, G = (C + 7) / 8;
   Vec s = randn(size_t(G + C + P), 14);
@@ -215,7 +216,7 @@ TEST(CudaBackendSteps, ChessLevelsMatchTheReference) {
   }
 }
 
-TEST(CudaBackendSteps, BiasedAttentionAndMergeWithinTolerance) {
+TEST_F(CudaBackendSteps, BiasedAttentionAndMergeWithinTolerance) {
   const int d = 40, rows = 3;  // d not a multiple of 32: partial lanes
   const int64_t m = 37;
   const Vec Q = randn(rows * d, 15), K = randn(m * d, 16), V = randn(m * d, 17);
@@ -245,7 +246,7 @@ TEST(CudaBackendSteps, BiasedAttentionAndMergeWithinTolerance) {
   expect_bits(outl, outl2);
 }
 
-TEST(CudaBackendSteps, CtkvrBuildRecallRerankAreIdentical) {
+TEST_F(CudaBackendSteps, CtkvrBuildRecallRerankAreIdentical) {
   const int d = 8, G = 2, C = 5, rho = 7;
   const int64_t n = 90;
   const Vec K = randn(n * d, 21), cent = randn(G * C * d, 22), q = randn(G * d, 23);
@@ -268,7 +269,7 @@ TEST(CudaBackendSteps, CtkvrBuildRecallRerankAreIdentical) {
   }
 }
 
-TEST(CudaBackendSteps, PcaDirectionsWithinTolerance) {
+TEST_F(CudaBackendSteps, PcaDirectionsWithinTolerance) {
   const int d = 12, dp = 4;
   const int64_t n = 50;
   Vec K = randn(n * d, 24);
@@ -280,7 +281,7 @@ TEST(CudaBackendSteps, PcaDirectionsWithinTolerance) {
   EXPECT_TRUE(dev().pca_projection({.keys = K.data(), .n = n, .d = d, .d_proj = 0}).empty());
 }
 
-TEST(CudaBackendSteps, SpanSvdReconstructsWithinTolerance) {
+TEST_F(CudaBackendSteps, SpanSvdReconstructsWithinTolerance) {
   const int d = 16;
   for (int64_t n : {1, 5, 16, 40}) {  // wide (n <= d) and tall
     SCOPED_TRACE(n);
@@ -302,7 +303,7 @@ TEST(CudaBackendSteps, SpanSvdReconstructsWithinTolerance) {
   EXPECT_EQ(dev().truncated_svd({.X = zero.data(), .n = 8, .d = d, .energy_fraction = 0.9, .r_max = 4}).rank, 0);
 }
 
-TEST(CudaBackendSteps, SekvSummariesRoutingAndZoomAreIdentical) {
+TEST_F(CudaBackendSteps, SekvSummariesRoutingAndZoomAreIdentical) {
   const int d = 8, dp = 3, rows = 3;
   const int64_t n = 60;
   const Vec K = randn(n * d, 30), V = randn(n * d, 31), W = randn(d * dp, 32), Q = randn(rows * d, 33);

@@ -1,14 +1,13 @@
 // A kernel backend: the selection and attention kernels that trace replay runs, behind one interface, so
-// a policy's selector is written once and runs either on the host reference kernels (kvsim::ref) or on
-// their CUDA twins (kvsim::ref::cuda on a GPU, kvsim::ref::cuda_emu on the CPU through the emulator).
-// `kvsim replay --device cuda` (docs/replay.md) compares the two.
+// a policy's selector is written once and runs either on the host kernels (kvsim::ref, kvsim::host) or on
+// the optimized CUDA kernels (kernels/optimized/: kvsim::opt::cuda on a GPU, kvsim::opt::cuda_emu on the
+// CPU through the emulator). `kvsim replay --device cuda` (docs/replay.md) compares the two.
 //
 // Every call takes one parameter struct (FlashInfer's Params style: named fields instead of a long list
 // of raw pointers, which is where argument-order mistakes hide) holding HOST pointers; a device backend
-// uploads, launches and downloads, so the selectors never see device memory. Steps whose kernel has no
-// CUDA twin (kernels/reference/README.md lists them) run on the host in every backend, and each backend
-// keeps a log of which steps it ran where, so the replay report can say so instead of implying more
-// than ran on the device.
+// uploads, launches and downloads, so the selectors never see device memory. Every step of the CUDA
+// backend runs on the device; each backend keeps a log of which steps it ran where, how often and
+// through which kernels (kernels()), so the replay report says exactly what ran instead of implying it.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -27,9 +26,9 @@ enum class Step {
   pool1d,            // pool1d
   chunk_sum,         // chunk_sum
   topk,              // topk
-  page_minmax,       // quest_page_minmax (no CUDA twin)
+  page_minmax,       // quest_page_minmax
   page_bound,        // quest_page_bound
-  page_select,       // quest_select_pages (no CUDA twin)
+  page_select,       // quest_select_pages
   gather_attention,  // gqa_gather_attention
   biased_attention,  // biased_attention
   merge_state,       // merge_state
@@ -40,12 +39,12 @@ enum class Step {
   segment_mean,      // segment_mean
   dedup,             // dedup
   chess_select,      // chess_hierarchical_select (the regular hierarchy)
-  page_vectors,      // chess_page_vectors (no CUDA twin)
-  tail_mean,         // tail_mean (no CUDA twin)
-  group_mean,        // group_mean (no CUDA twin)
-  context_pages,     // chess_context_pages (no CUDA twin)
-  pca_projection,    // pca_projection (SEKV's routing projection; no CUDA twin)
-  truncated_svd,     // truncated_svd (SEKV's span factors; no CUDA twin)
+  page_vectors,      // chess_page_vectors
+  tail_mean,         // tail_mean
+  group_mean,        // group_mean
+  context_pages,     // chess_context_pages
+  pca_projection,    // pca_projection (SEKV's routing projection)
+  truncated_svd,     // truncated_svd (SEKV's span factors)
   score_gemm,        // score_gemm, dot (many query rows against the same keys)
   position_ids,      // the token ids a position rule keeps (StreamingLLM's sinks + window; full's 0..p)
   sekv_summaries,    // SEKV's span means k-bar, v-bar (eq. 2) and routing summaries (eq. 3)
@@ -401,8 +400,9 @@ const Backend& host_optimized_backend();
 // "reference" or "optimized" -> the backend above; anything else throws std::invalid_argument.
 const Backend& host_backend_named(const std::string& kernels);
 
-// The CUDA twins: on a GPU when nvcc built the kernels and a device is present, else on the CPU through
-// the emulator. `why` (when not null) says why the emulator was chosen. Never null.
+// The optimized CUDA kernels (kernels/optimized/) for every step: on a GPU when nvcc built the kernels
+// and a device is present, else on the CPU through the emulator. `why` (when not null) says why the
+// emulator was chosen. Never null.
 std::unique_ptr<Backend> make_cuda_backend(std::string* why = nullptr);
 
 }  // namespace kvsim::kernels

@@ -49,6 +49,7 @@ class HostOptimizedBackend final : public HostBackend {
   HostOptimizedBackend();
   ~HostOptimizedBackend() override;
   std::string name() const override { return "host (optimized)"; }
+  std::string kernels(Step s) const override;
   std::unique_ptr<Backend> fork() const override { return std::make_unique<HostOptimizedBackend>(); }
 
  protected:
