@@ -195,6 +195,7 @@ TEST_F(CudaBackendSteps, QuestPagesBoundsAndSelection) {
   host().quest_page_bound({.q = q.data(), .kmin = lo.data(), .kmax = hi.data(), .pages = pages, .d = d, .bound = bb.data()});
   expect_bits(ba, bb);
   ba[1] = ba[2] = ba[4];  // ties: the lower page first
+  ba[3] = std::numeric_limits<float>::quiet_NaN();  // NaN ranks last
   for (int64_t k : {0, 1, 2, 4, 7, 10})
     EXPECT_EQ(dev().quest_select_pages({.bound = ba.data(), .pages = pages, .k = k}),
               host().quest_select_pages({.bound = ba.data(), .pages = pages, .k = k}))
@@ -206,6 +207,7 @@ TEST_F(CudaBackendSteps, ChessLevelsMatchTheReference) {
   const int64_t C = (P + 7) / 8, G = (C + 7) / 8;
   Vec s = randn(size_t(G + C + P), 14);
   s[G + C + 3] = s[G + C + 4];  // a tie among the pages
+  s[G + C + 10] = s[G + 1] = std::numeric_limits<float>::quiet_NaN();  // NaN ranks last
   for (auto [rg, rc, rp] : std::vector<std::array<double, 3>>{{0.5, 0.2, 0.1}, {1, 1, 1}, {0, 0.5, 0.5}, {0.3, 0.7, 0.01}}) {
     const ChessSelectParams p{.grid_scores = s.data(), .chunk_scores = s.data() + G, .page_scores = s.data() + G + C,
                               .pages = P, .pages_per_chunk = 8, .chunks_per_grid = 8, .rho_g = rg, .rho_c = rc, .rho_p = rp};
@@ -330,7 +332,7 @@ TEST_F(CudaBackendSteps, SekvSummariesRoutingAndZoomAreIdentical) {
     expect_bits(ga, gb);
   }
   // The zoom: ties by the lower span, the threshold, incomplete spans, the budget's first misfit.
-  const Vec gate = {0.9f, 0.7f, 0.9f, 0.04f, 0.8f};
+  const Vec gate = {0.9f, 0.04f, 0.9f, std::numeric_limits<float>::quiet_NaN(), 0.8f};  // a tie, below tau, NaN
   for (int64_t pos : {4, 30, 60})
     for (double room : {0.0, 5.0, 20.0, 23.0, 1e9}) {
       double ua = -1, ub = -1;
