@@ -42,11 +42,10 @@ std::string Backend::kernels(Step s) const {
   return (where(s) == Where::device ? "" : "kvsim::ref::") + std::string(step_name(s));
 }
 
-void StepLog::record(Step s, Where w, const std::string& kernels) {
+void StepLog::record(Step s, Where w) {
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = entries_[s];
   e.where = w;
-  e.kernels = kernels;
   ++e.calls;
 }
 

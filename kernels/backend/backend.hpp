@@ -279,9 +279,8 @@ class StepLog {
   struct Entry {
     Where where = Where::host;
     int64_t calls = 0;
-    std::string kernels;  // Backend::kernels(step): the kernel functions that ran it
   };
-  void record(Step s, Where w, const std::string& kernels);
+  void record(Step s, Where w);
   std::map<Step, Entry> entries() const;
 
  private:
@@ -297,8 +296,9 @@ class Backend {
   // "host", "cuda (emulated on the CPU)" or "cuda (<device name>)".
   virtual std::string name() const = 0;
   virtual Where where(Step s) const = 0;
-  // The kernel functions a step runs on this backend, in launch order ("opt::topk_kernel", ...): what the
-  // replay report lists per policy and phase. The host backends name their kvsim::ref / kvsim::host calls.
+  // The kernel functions a step runs on this backend, in launch order ("opt::topk (...)", ...): what the
+  // replay report lists per policy and phase next to the step log (a backend's kernels per step are fixed,
+  // so the log need not copy them per call). The host backends name their kvsim::ref / kvsim::host calls.
   virtual std::string kernels(Step s) const;
   // Whether timings from this backend say anything about a GPU (false on the host and the emulator).
   virtual bool timing_meaningful() const { return false; }
@@ -382,7 +382,7 @@ class Backend {
   virtual std::vector<int32_t> do_sekv_zoom(const SekvZoomParams& p) const = 0;
 
  private:
-  void log(Step s) const { log_->record(s, where(s), kernels(s)); }
+  void log(Step s) const { log_->record(s, where(s)); }
   std::unique_ptr<StepLog> log_ = std::make_unique<StepLog>();
 };
 
