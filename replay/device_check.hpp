@@ -1,6 +1,6 @@
 // `kvsim replay --device cuda`: each policy's selection and attention rerun on a kernel backend
-// (kernels/backend/backend.hpp: the CUDA twins, on a GPU or emulated on the CPU) next to the host replay,
-// and how far the two agree. The host replay stays the one that produces the quality metrics, so those
+// (kernels/backend/backend.hpp: the optimized CUDA kernels of kernels/optimized/, on a GPU or emulated on
+// the CPU) next to the host replay, and how far the two agree. The host replay stays the one that produces the quality metrics, so those
 // are the same whatever the device; this is the check that the CUDA kernels reproduce it.
 #pragma once
 #include <cstdint>
