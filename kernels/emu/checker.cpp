@@ -108,22 +108,27 @@ struct AllocationCache {
   static constexpr unsigned kWays = 8;
   uint64_t generation = 0;
   AllocationView hits[kWays];
-  unsigned next = 0, last = 0;  // the next way to fill, the last way hit
+  unsigned next = 0;  // the next way to fill
+  static constexpr unsigned kHints = 1024;
+  uint8_t way_of[kHints] = {};  // per instruction (id modulo kHints): the way it hit last
   uintptr_t gap_lo = 0, gap_hi = 0;
 };
 thread_local AllocationCache alloc_cache;
 
 // The allocation holding a (null: then gap_lo is the end of the allocation below a, 0 when none).
-const AllocationView* find(uintptr_t a, uintptr_t& gap_lo) {
+// `instruction` picks the way tried first: the one its previous access hit (one instruction mostly
+// touches one buffer, while a kernel alternates between several).
+const AllocationView* find(uintptr_t a, uintptr_t& gap_lo, uint32_t instruction) {
   AllocationCache& c = alloc_cache;
   const uint64_t g = allocation_generation();
+  uint8_t& hint = c.way_of[instruction % AllocationCache::kHints];
   if (c.generation == g) {
-    const AllocationView* h = &c.hits[c.last];
+    const AllocationView* h = &c.hits[hint];
     if (a >= h->begin && a < h->end) return h;
     for (unsigned k = 0; k < AllocationCache::kWays; ++k) {
       h = &c.hits[k];
       if (a >= h->begin && a < h->end) {
-        c.last = k;
+        hint = uint8_t(k);
         return h;
       }
     }
@@ -138,9 +143,9 @@ const AllocationView* find(uintptr_t a, uintptr_t& gap_lo) {
   uintptr_t lo = 0, hi = 0;
   AllocationView v;
   if (find_allocation(a, v, lo, hi)) {
-    c.last = c.next++ % AllocationCache::kWays;
-    c.hits[c.last] = v;
-    return &c.hits[c.last];
+    hint = uint8_t(c.next++ % AllocationCache::kWays);
+    c.hits[hint] = v;
+    return &c.hits[hint];
   }
   c.gap_lo = lo, c.gap_hi = hi;
   gap_lo = lo;
@@ -240,7 +245,6 @@ void dynamic_shared_access(uintptr_t a, size_t n, Access kind, const SourceLine&
 }
 
 void static_shared_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
-  if (a >= st.anchor_lo && a < st.anchor_hi) return;  // threadIdx, blockDim, ...: the emulator's state
   const StaticSharedTable& t = static_shared();
   const uintptr_t off = a - st.tls_lo;
   const StaticSharedArray* arr = static_shared_at(off);
@@ -323,7 +327,7 @@ void inter_block_check(const AllocationView& v, uintptr_t a, size_t n, const Sou
 
 void global_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
   uintptr_t gap_lo = 0;
-  const AllocationView* found = find(a, gap_lo);
+  const AllocationView* found = find(a, gap_lo, src.id);
   if (!found) return unknown_address(a, n, kind, src, gap_lo);
   const AllocationView& v = *found;
   if (a + n > v.end) {
@@ -357,7 +361,7 @@ void global_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
 
 void host_store(uintptr_t a, size_t n) {
   uintptr_t gap_lo;
-  const AllocationView* v = find(a, gap_lo);
+  const AllocationView* v = find(a, gap_lo, 0);
   if (v && v->written) mark_written_in(*v, a, std::min<uintptr_t>(n, v->end - a));
 }
 
@@ -367,7 +371,10 @@ void judge(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
   if (a >= t.stack_lo && a < t.stack_hi) return;  // the thread's own local memory
   if (st.dyn_hi && a + n > st.dyn_lo - st.dyn_redzone && a < st.dyn_hi + st.dyn_redzone)
     return dynamic_shared_access(a, n, kind, src);
-  if (a >= st.tls_lo && a < st.tls_hi) return static_shared_access(a, n, kind, src);
+  if (a >= st.tls_lo && a < st.tls_hi) {
+    if (a >= st.anchor_lo && a < st.anchor_hi) return;  // threadIdx, blockDim, ...: the emulator's state
+    return static_shared_access(a, n, kind, src);
+  }
   global_access(a, n, kind, src);
 }
 

@@ -33,7 +33,6 @@ Registry& registry() {
   static Registry r;
   return r;
 }
-std::atomic<uint64_t> generation{1};
 
 // Sets bits [lo, hi) of a bitmap; atomically, as two host threads may mark one allocation.
 void set_bits(uint64_t* words, size_t lo, size_t hi) {
@@ -45,6 +44,8 @@ void set_bits(uint64_t* words, size_t lo, size_t hi) {
   }
 }
 }  // namespace
+
+std::atomic<uint64_t> detail::allocation_generation{1};
 
 void* allocate(size_t bytes, MemoryKind kind) {
   if (bytes == 0) return nullptr;
@@ -69,7 +70,7 @@ void* allocate(size_t bytes, MemoryKind kind) {
   a.written = std::move(written);
   delete[] a.writers;
   a.writers = nullptr;
-  generation.fetch_add(1, std::memory_order_relaxed);
+  detail::allocation_generation.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
 
@@ -81,7 +82,7 @@ bool release(void* p, MemoryKind kind) {
     const auto it = r.live.find(reinterpret_cast<uintptr_t>(p));
     if (it == r.live.end() || it->second.kind != kind) return false;
     r.live.erase(it);
-    generation.fetch_add(1, std::memory_order_relaxed);
+    detail::allocation_generation.fetch_add(1, std::memory_order_relaxed);
   }
   std::free(p);
   return true;
@@ -122,7 +123,6 @@ bool find_allocation(uintptr_t a, AllocationView& out, uintptr_t& gap_lo, uintpt
   return false;
 }
 
-uint64_t allocation_generation() { return generation.load(std::memory_order_relaxed); }
 
 void mark_device_written(const void* p, size_t bytes) {
   AllocationView v;

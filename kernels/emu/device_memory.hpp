@@ -8,6 +8,7 @@
 // "written" bit per byte (cleared by cudaMalloc, set by copies, memsets and stores) and, once a kernel
 // stores into it, the launch and block of the last plain store per 4-byte word.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -35,7 +36,11 @@ struct AllocationView {
 // gap_hi), with gap_lo the end of the allocation below (false). The view stays valid until the
 // allocation is released; allocation_generation() changes whenever any allocation comes or goes.
 bool find_allocation(uintptr_t a, AllocationView& out, uintptr_t& gap_lo, uintptr_t& gap_hi);
-uint64_t allocation_generation();
+namespace detail {
+extern std::atomic<uint64_t> allocation_generation;  // device_memory.cpp
+}
+// Inline: the access checker asks on every access whether its cached lookups still hold.
+inline uint64_t allocation_generation() { return detail::allocation_generation.load(std::memory_order_relaxed); }
 // Marks [p, p + bytes) of device memory written (the part inside one allocation).
 void mark_device_written(const void* p, size_t bytes);
 // Marks [a, a + bytes) written in allocation v (device memory; the caller keeps it inside v).
