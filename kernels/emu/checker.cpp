@@ -119,6 +119,9 @@ struct AllocationCache {
   static constexpr unsigned kWays = 8;
   uint64_t generation = 0;
   AllocationView hits[kWays];
+  // Per way: every byte was written when it was looked up. Bits are only ever set until the allocation
+  // goes (and with it this cache's generation), so loads from it need no per-byte check.
+  bool full[kWays] = {};
   unsigned next = 0;  // the next way to fill
   static constexpr unsigned kHints = 1024;
   uint8_t way_of[kHints] = {};  // per instruction (id modulo kHints): the way it hit last
@@ -156,6 +159,7 @@ const AllocationView* find(uintptr_t a, uintptr_t& gap_lo, uint32_t instruction)
   if (find_allocation(a, v, lo, hi)) {
     hint = uint8_t(c.next++ % AllocationCache::kWays);
     c.hits[hint] = v;
+    c.full[hint] = fully_written(v);
     return &c.hits[hint];
   }
   c.gap_lo = lo, c.gap_hi = hi;
@@ -184,8 +188,9 @@ std::string hex(uintptr_t v) {
 }
 
 // Records a finding once per (fault, instruction, other instruction); `what` builds its text.
+// Out of line and cold: the judging functions stay small on their (hot) path without findings.
 template <class F>
-void report(Fault f, uint32_t pc, uint32_t other, F&& what) {
+[[gnu::noinline, gnu::cold]] void report(Fault f, uint32_t pc, uint32_t other, F&& what) {
   if (!st().seen.emplace(f, pc, other).second) return;
   ++st().findings;
   if (st().reports.size() < kMaxReports) st().reports.push_back("block " + coords(st().block_idx) + ": " + what());
@@ -202,7 +207,7 @@ bool ordered(const Seen& earlier, unsigned me) {
   return st().clocks[size_t(me) * 32 + earlier.tid % 32] > earlier.clock;
 }
 
-void race(const Seen& earlier, Access earlier_kind, unsigned me, Access kind, uint32_t pc, const std::string& what) {
+[[gnu::noinline, gnu::cold]] void race(const Seen& earlier, Access earlier_kind, unsigned me, Access kind, uint32_t pc, const std::string& what) {
   report(Fault::shared_race, earlier.pc, pc, [&] {
     const bool same_warp = earlier.tid / 32 == me / 32;
     return "shared-memory race on " + what + ": " + thread_name(earlier.tid) + " " + verb(earlier_kind) + " it at " +
@@ -295,7 +300,7 @@ void static_shared_access(uintptr_t a, size_t n, Access kind, const SourceLine& 
 
 // ---- global memory ----
 
-void unknown_address(uintptr_t a, size_t n, Access kind, const SourceLine& src, uintptr_t gap_lo) {
+[[gnu::noinline]] void unknown_address(uintptr_t a, size_t n, Access kind, const SourceLine& src, uintptr_t gap_lo) {
   if (gap_lo && a >= gap_lo && a - gap_lo < kNearGlobal) {
     report(Fault::global_out_of_bounds, src.id, 0, [&] {
       return thread_name(tls_thread.linear) + " " + verb(kind) + " " + std::to_string(n) + " bytes at " + at(src.id) +
@@ -315,7 +320,7 @@ void unknown_address(uintptr_t a, size_t n, Access kind, const SourceLine& src, 
 
 void inter_block_check(const AllocationView& v, uintptr_t a, size_t n, const SourceLine& src) {
   const uint64_t* words = *v.writers;
-  if (!words) return;
+  if (!words || *v.store_launch != st().launch_serial) return;  // no kernel store into it in this launch
   for (uintptr_t w = (a - v.begin) / 4; w <= (a + n - 1 - v.begin) / 4; ++w) {
     const uint64_t x = words[w];
     if (uint32_t(x >> 32) != st().launch_serial || uint32_t(x) == st().block_linear + 1 || uint32_t(x) == 0) continue;
@@ -351,7 +356,8 @@ void global_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
   }
   if (st().counting) st().traffic.record(tls_thread.linear, src.id, TrafficKind(uint8_t(kind)), a, n);
   if (v.kind != MemoryKind::device) return;  // pinned host memory: the host writes it unseen
-  if (kind != Access::store && !all_written_in(v, a, n))
+  const bool full = alloc_cache.full[&v - alloc_cache.hits];
+  if (kind != Access::store && !full && !all_written_in(v, a, n))
     report(Fault::global_uninitialized, src.id, 0, [&] {
       return thread_name(tls_thread.linear) + " " + verb(kind) + " " + std::to_string(n) + " bytes at offset " +
              std::to_string(a - v.begin) + " of a device allocation of " + std::to_string(v.end - v.begin) +
@@ -366,6 +372,7 @@ void global_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
     uint64_t* words = *v.writers ? *v.writers : writer_words(v);
     const uint64_t tag = uint64_t(st().launch_serial) << 32 | (st().block_linear + 1);
     for (uintptr_t w = (a - v.begin) / 4; w <= (a + n - 1 - v.begin) / 4; ++w) words[w] = tag;
+    *v.store_launch = st().launch_serial;
     st().current.last_write = ++st().stamp;
   }
 }

@@ -30,6 +30,7 @@ struct AllocationView {
   MemoryKind kind = MemoryKind::device;
   uint64_t* written = nullptr;  // device memory: bit i of word i / 64 is byte begin + i; pinned: null
   uint64_t** writers = nullptr;  // device memory: the per-word last-store shadow, created on first use
+  uint32_t* store_launch = nullptr;  // device memory: the checker's serial of the last launch that stored into it
   uint64_t serial = 0;           // tells allocations apart in reports (cudaMalloc order)
 };
 // The live allocation holding address a (true), or the gap between allocations around it: [gap_lo,
@@ -47,6 +48,8 @@ void mark_device_written(const void* p, size_t bytes);
 void mark_written_in(const AllocationView& v, uintptr_t a, size_t bytes);
 // Whether every byte of [a, a + bytes) in allocation v was written.
 bool all_written_in(const AllocationView& v, uintptr_t a, size_t bytes);
+// Whether every byte of allocation v was written (a scan of its bitmap).
+bool fully_written(const AllocationView& v);
 // The per-word shadow of an allocation, created zeroed on first use (thread-safe).
 uint64_t* writer_words(const AllocationView& v);
 
