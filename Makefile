@@ -57,7 +57,8 @@ gpu-validate: build
 # CUDA runtime and ASan's shadow memory do not mix); the CUDA kernels still run, through the emulator.
 # ASAN_TESTS narrows the run (a ctest -R regex); by default every test runs. Not part of `make test`
 # (CI): the instrumented tree is a second full build, which alone exceeds CI's time budget on a 2-core
-# machine, so a test subset would not make it fit (docs/robustness.md, "Sanitizer build").
+# machine, so a test subset would not make it fit (docs/robustness.md, "Sanitizer build"). The CUDA
+# emulator's access checker is compiled out there (CMakeLists.txt: it needs -fsanitize=thread).
 ASAN_BUILD ?= build-asan
 ASAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 ASAN_TESTS ?= .

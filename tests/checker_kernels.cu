@@ -50,12 +50,15 @@ __global__ void neighbour_exchange_kernel(int* out, bool fault) {
   out[t] = slot[(t + 33) % 64];  // planted: exchange-read
 }
 
-__global__ void warp_exchange_kernel(int* out, bool fault) {
+__global__ void warp_exchange_kernel(int* out, WarpOrder order) {
   __shared__ int lane_value[32];
   const unsigned lane = threadIdx.x;
   lane_value[lane] = int(lane) + 100;  // planted: warp-write
-  if (!fault) __syncwarp();
-  out[lane] = lane_value[lane ^ 1u];  // planted: warp-read
+  int extra = 0;
+  if (order == WarpOrder::syncwarp) __syncwarp();
+  if (order == WarpOrder::shuffle) extra = __shfl_xor_sync(0xffffffffu, 0, 1);
+  if (order == WarpOrder::split_masks) __syncwarp(lane % 2 == 0 ? 0x55555555u : 0xaaaaaaaau);
+  out[lane] = lane_value[lane ^ 1u] + extra;  // planted: warp-read
 }
 
 __global__ void shared_counter_kernel(int* out, bool fault) {
@@ -158,9 +161,9 @@ std::vector<int> neighbour_exchange(bool fault) {
   return out.get();
 }
 
-std::vector<int> warp_exchange(bool fault) {
+std::vector<int> warp_exchange(WarpOrder order) {
   Dev<int> out(32);
-  KVSIM_LAUNCH(warp_exchange_kernel, 1, 32)(out.p, fault);
+  KVSIM_LAUNCH(warp_exchange_kernel, 1, 32)(out.p, order);
   launched("warp_exchange");
   return out.get();
 }

@@ -10,8 +10,15 @@ namespace kvsim::test::checker_kernels {
 
 // Each thread writes its slot of a static __shared__ array and reads another warp's (no __syncthreads).
 std::vector<int> neighbour_exchange(bool fault);
-// Lanes of one warp exchange through shared memory (no __syncwarp).
-std::vector<int> warp_exchange(bool fault);
+// Lanes of one warp exchange through shared memory (lane l reads lane l ^ 1's value), ordered by:
+enum class WarpOrder {
+  syncwarp,       // __syncwarp() over the whole warp: correct
+  shuffle,        // a __shfl_xor_sync over the whole warp (a warp-synchronous point too): correct
+  none,           // nothing: a race
+  split_masks,    // __syncwarp with the even lanes' mask on even lanes, the odd lanes' on odd ones: each
+                  // lane meets only lanes of its own parity, never its partner: a race
+};
+std::vector<int> warp_exchange(WarpOrder order);
 // Threads write one shared counter without atomics, in the same barrier interval.
 std::vector<int> shared_counter(bool fault);
 // out[i] = in[i + 1] for every i < n: the last thread reads past the allocation.

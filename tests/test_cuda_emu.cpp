@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "kernels/emu/cuda.hpp"  // the emulator: this file's kernels compile with the C++ compiler
+#include "kernels/emu/checker.hpp"
+#include "kernels/emu/error.hpp"
 #include "kernels/cuda_launch.cuh"
 #include "kernels/reference/cuda.hpp"
 
@@ -205,10 +207,17 @@ TEST(CudaEmu, DynamicSharedMemory) {
 
 TEST(CudaEmu, MissingBarrierIsVisible) {
   // Shared memory is poisoned at block start and rounds run in alternating order: without the barrier
-  // some thread reads a slot its neighbour has not written yet.
+  // some thread reads a slot its neighbour has not written yet. The access checker, where it is on
+  // (this file is instrumented like the kernels), reports the race outright at the end of the launch.
   const int n = 64;
   DBuf<int> dout(n);
-  KVSIM_LAUNCH(missing_barrier_kernel, 1, n, n * sizeof(int))(dout.get());
+  try {
+    KVSIM_LAUNCH(missing_barrier_kernel, 1, n, n * sizeof(int))(dout.get());
+    EXPECT_FALSE(kvsim::emu::checker::enabled()) << "the access checker did not report the race";
+  } catch (const kvsim::emu::Error& e) {
+    EXPECT_TRUE(kvsim::emu::checker::enabled());
+    EXPECT_NE(std::string(e.what()).find("shared-memory race"), std::string::npos) << e.what();
+  }
   const auto got = dout.download();
   int wrong = 0;
   for (int t = 0; t < n; ++t) wrong += got[size_t(t)] != (t + 1) % n + (t + n - 1) % n;

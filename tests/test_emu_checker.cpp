@@ -72,13 +72,18 @@ TEST(EmuChecker, MissingBarrierIsASharedRace) {
                 {planted("exchange-write"), planted("exchange-read"), "different warps"});
 }
 
-TEST(EmuChecker, WarpExchangeNeedsSyncwarp) {
+TEST(EmuChecker, WarpExchangeNeedsAWarpSynchronousPointNamingBothLanes) {
   KVSIM_REQUIRE_CHECKER();
-  const auto good = ck::warp_exchange(false);  // __syncwarp between: ordered, no report
-  for (int l = 0; l < 32; ++l) EXPECT_EQ(good[l], (l ^ 1) + 100) << l;
-  const std::string r = report_of([] { ck::warp_exchange(true); });
-  expect_report(r, "warp_exchange_kernel", "shared-memory race",
-                {planted("warp-write"), planted("warp-read"), "no __syncthreads, __syncwarp or warp collective"});
+  using ck::WarpOrder;
+  for (const WarpOrder o : {WarpOrder::syncwarp, WarpOrder::shuffle}) {  // ordered: no report
+    const auto good = ck::warp_exchange(o);
+    for (int l = 0; l < 32; ++l) EXPECT_EQ(good[l], (l ^ 1) + 100) << l;
+  }
+  for (const WarpOrder o : {WarpOrder::none, WarpOrder::split_masks}) {
+    const std::string r = report_of([o] { ck::warp_exchange(o); });
+    expect_report(r, "warp_exchange_kernel", "shared-memory race",
+                  {planted("warp-write"), planted("warp-read"), "no __syncthreads, __syncwarp or warp collective"});
+  }
 }
 
 TEST(EmuChecker, UnsynchronizedSharedCounterIsARace) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -23,7 +24,17 @@ namespace kvsim::emu::checker {
 
 #if KVSIM_EMU_CHECKER
 
-bool enabled() { return true; }
+namespace {
+// KVSIM_EMU_CHECK=0 in the environment turns the judging (and the traffic counts) off for a process:
+// the instrumented code still calls in, and returns at once. For long emulated runs (kvsim replay
+// --device cuda on a real trace), where the checker costs several times the emulation itself.
+const bool judging = [] {
+  const char* e = std::getenv("KVSIM_EMU_CHECK");
+  return !(e && std::string(e) == "0");
+}();
+}  // namespace
+
+bool enabled() { return judging; }
 
 namespace {
 
@@ -99,7 +110,7 @@ struct State {
 // hot path through a plain pointer: a thread_local with a constructor costs a call on every access.
 thread_local State state_storage;
 thread_local State* st_ptr = nullptr;
-#define st (*st_ptr)
+inline State& st() { return *st_ptr; }
 std::atomic<uint32_t> next_launch_serial{0};  // tells launches apart in the per-word store shadow
 
 // The last allocations this thread found (a kernel reads and writes a few buffers in turn) and the gap
@@ -108,22 +119,30 @@ struct AllocationCache {
   static constexpr unsigned kWays = 8;
   uint64_t generation = 0;
   AllocationView hits[kWays];
-  unsigned next = 0, last = 0;  // the next way to fill, the last way hit
+  // Per way: every byte was written when it was looked up. Bits are only ever set until the allocation
+  // goes (and with it this cache's generation), so loads from it need no per-byte check.
+  bool full[kWays] = {};
+  unsigned next = 0;  // the next way to fill
+  static constexpr unsigned kHints = 1024;
+  uint8_t way_of[kHints] = {};  // per instruction (id modulo kHints): the way it hit last
   uintptr_t gap_lo = 0, gap_hi = 0;
 };
 thread_local AllocationCache alloc_cache;
 
 // The allocation holding a (null: then gap_lo is the end of the allocation below a, 0 when none).
-const AllocationView* find(uintptr_t a, uintptr_t& gap_lo) {
+// `instruction` picks the way tried first: the one its previous access hit (one instruction mostly
+// touches one buffer, while a kernel alternates between several).
+const AllocationView* find(uintptr_t a, uintptr_t& gap_lo, uint32_t instruction) {
   AllocationCache& c = alloc_cache;
   const uint64_t g = allocation_generation();
+  uint8_t& hint = c.way_of[instruction % AllocationCache::kHints];
   if (c.generation == g) {
-    const AllocationView* h = &c.hits[c.last];
+    const AllocationView* h = &c.hits[hint];
     if (a >= h->begin && a < h->end) return h;
     for (unsigned k = 0; k < AllocationCache::kWays; ++k) {
       h = &c.hits[k];
       if (a >= h->begin && a < h->end) {
-        c.last = k;
+        hint = uint8_t(k);
         return h;
       }
     }
@@ -138,9 +157,10 @@ const AllocationView* find(uintptr_t a, uintptr_t& gap_lo) {
   uintptr_t lo = 0, hi = 0;
   AllocationView v;
   if (find_allocation(a, v, lo, hi)) {
-    c.last = c.next++ % AllocationCache::kWays;
-    c.hits[c.last] = v;
-    return &c.hits[c.last];
+    hint = uint8_t(c.next++ % AllocationCache::kWays);
+    c.hits[hint] = v;
+    c.full[hint] = fully_written(v);
+    return &c.hits[hint];
   }
   c.gap_lo = lo, c.gap_hi = hi;
   gap_lo = lo;
@@ -153,7 +173,7 @@ std::string coords(uint3 v) {
   return o.str();
 }
 std::string thread_name(unsigned tid) {
-  const dim3 b = st.block;
+  const dim3 b = st().block;
   return "thread " + coords({tid % b.x, (tid / b.x) % b.y, tid / (b.x * b.y)});
 }
 std::string at(uint32_t pc) {
@@ -168,25 +188,26 @@ std::string hex(uintptr_t v) {
 }
 
 // Records a finding once per (fault, instruction, other instruction); `what` builds its text.
+// Out of line and cold: the judging functions stay small on their (hot) path without findings.
 template <class F>
-void report(Fault f, uint32_t pc, uint32_t other, F&& what) {
-  if (!st.seen.emplace(f, pc, other).second) return;
-  ++st.findings;
-  if (st.reports.size() < kMaxReports) st.reports.push_back("block " + coords(st.block_idx) + ": " + what());
+[[gnu::noinline, gnu::cold]] void report(Fault f, uint32_t pc, uint32_t other, F&& what) {
+  if (!st().seen.emplace(f, pc, other).second) return;
+  ++st().findings;
+  if (st().reports.size() < kMaxReports) st().reports.push_back("block " + coords(st().block_idx) + ": " + what());
 }
 
 // ---- shared memory ----
 
-uint32_t own_clock(unsigned tid) { return st.clocks[size_t(tid) * 32 + tid % 32]; }
+uint32_t own_clock(unsigned tid) { return st().clocks[size_t(tid) * 32 + tid % 32]; }
 // Whether an earlier access by `earlier` (its clock then) is ordered before thread `me`'s access:
 // its own, or a lane of the same warp that has since met `me` at a warp-synchronous point.
 bool ordered(const Seen& earlier, unsigned me) {
   if (earlier.tid == me) return true;
   if (earlier.tid / 32 != me / 32) return false;
-  return st.clocks[size_t(me) * 32 + earlier.tid % 32] > earlier.clock;
+  return st().clocks[size_t(me) * 32 + earlier.tid % 32] > earlier.clock;
 }
 
-void race(const Seen& earlier, Access earlier_kind, unsigned me, Access kind, uint32_t pc, const std::string& what) {
+[[gnu::noinline, gnu::cold]] void race(const Seen& earlier, Access earlier_kind, unsigned me, Access kind, uint32_t pc, const std::string& what) {
   report(Fault::shared_race, earlier.pc, pc, [&] {
     const bool same_warp = earlier.tid / 32 == me / 32;
     return "shared-memory race on " + what + ": " + thread_name(earlier.tid) + " " + verb(earlier_kind) + " it at " +
@@ -200,7 +221,7 @@ void race(const Seen& earlier, Access earlier_kind, unsigned me, Access kind, ui
 template <class Name>
 void shared_access(Cell* cells, size_t n, Access kind, uint32_t pc, Name&& what) {
   const unsigned me = tls_thread.linear;
-  const uint32_t e = st.epoch;
+  const uint32_t e = st().epoch;
   const Seen mine{e, own_clock(me), pc, uint16_t(me), uint8_t(kind == Access::atomic)};
   for (size_t i = 0; i < n; ++i) {
     Cell& c = cells[i];
@@ -212,7 +233,7 @@ void shared_access(Cell* cells, size_t n, Access kind, uint32_t pc, Name&& what)
         if (r.epoch == e && !ordered(r, me) && !(atomic && r.atomic))
           race(r, r.atomic ? Access::atomic : Access::load, me, kind, pc, what(i));
     }
-    if (kind != Access::store && c.w.epoch < st.block_first_epoch)
+    if (kind != Access::store && c.w.epoch < st().block_first_epoch)
       report(Fault::shared_uninitialized, pc, 0, [&] {
         return thread_name(me) + " " + verb(kind) + " " + what(i) + " at " + at(pc) +
                ", which no thread of the block has written (shared memory starts undefined)";
@@ -226,23 +247,22 @@ void shared_access(Cell* cells, size_t n, Access kind, uint32_t pc, Name&& what)
 }
 
 void dynamic_shared_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
-  if (a < st.dyn_lo || a + n > st.dyn_hi) {
+  if (a < st().dyn_lo || a + n > st().dyn_hi) {
     report(Fault::shared_out_of_bounds, src.id, 0, [&] {
       return thread_name(tls_thread.linear) + " " + verb(kind) + " " + std::to_string(n) + " bytes at offset " +
-             std::to_string(intptr_t(a - st.dyn_lo)) + " of dynamic shared memory at " + at(src.id) +
-             ": out of bounds (the launch has " + std::to_string(st.dyn_hi - st.dyn_lo) + " bytes)";
+             std::to_string(intptr_t(a - st().dyn_lo)) + " of dynamic shared memory at " + at(src.id) +
+             ": out of bounds (the launch has " + std::to_string(st().dyn_hi - st().dyn_lo) + " bytes)";
     });
     return;
   }
-  const size_t off = a - st.dyn_lo;
-  shared_access(&st.dyn_cells[off], n, kind, src.id,
+  const size_t off = a - st().dyn_lo;
+  shared_access(&st().dyn_cells[off], n, kind, src.id,
                 [&](size_t i) { return "dynamic shared memory[byte " + std::to_string(off + i) + "]"; });
 }
 
 void static_shared_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
-  if (a >= st.anchor_lo && a < st.anchor_hi) return;  // threadIdx, blockDim, ...: the emulator's state
   const StaticSharedTable& t = static_shared();
-  const uintptr_t off = a - st.tls_lo;
+  const uintptr_t off = a - st().tls_lo;
   const StaticSharedArray* arr = static_shared_at(off);
   if (!arr || off + n > arr->offset + arr->bytes) {
     report(Fault::shared_out_of_bounds, src.id, 0, [&] {
@@ -258,7 +278,7 @@ void static_shared_access(uintptr_t a, size_t n, Access kind, const SourceLine& 
   }
   const uint32_t idx = uint32_t(arr - t.arrays.data());
   // One instruction that reached two arrays indexes past the first one into its neighbour.
-  auto [it, fresh] = st.instruction_array.emplace(src.id, idx);
+  auto [it, fresh] = st().instruction_array.emplace(src.id, idx);
   if (!fresh && it->second != idx) {
     report(Fault::shared_out_of_bounds, src.id, 1, [&] {
       return "static shared memory out of bounds: " + thread_name(tls_thread.linear) + " " + verb(kind) + " " +
@@ -267,11 +287,11 @@ void static_shared_access(uintptr_t a, size_t n, Access kind, const SourceLine& 
     });
     return;
   }
-  if (st.static_poisoned[idx] != st.block_serial) {  // first touch in this block: garbage, as on a GPU
-    std::memset(reinterpret_cast<void*>(st.tls_lo + arr->offset), 0xff, arr->bytes);
-    st.static_poisoned[idx] = st.block_serial;
+  if (st().static_poisoned[idx] != st().block_serial) {  // first touch in this block: garbage, as on a GPU
+    std::memset(reinterpret_cast<void*>(st().tls_lo + arr->offset), 0xff, arr->bytes);
+    st().static_poisoned[idx] = st().block_serial;
   }
-  auto& cells = st.static_cells[idx];
+  auto& cells = st().static_cells[idx];
   if (!cells) cells = std::make_unique<Cell[]>(arr->bytes);
   const size_t first = off - arr->offset;
   shared_access(&cells[first], n, kind, src.id,
@@ -280,7 +300,7 @@ void static_shared_access(uintptr_t a, size_t n, Access kind, const SourceLine& 
 
 // ---- global memory ----
 
-void unknown_address(uintptr_t a, size_t n, Access kind, const SourceLine& src, uintptr_t gap_lo) {
+[[gnu::noinline]] void unknown_address(uintptr_t a, size_t n, Access kind, const SourceLine& src, uintptr_t gap_lo) {
   if (gap_lo && a >= gap_lo && a - gap_lo < kNearGlobal) {
     report(Fault::global_out_of_bounds, src.id, 0, [&] {
       return thread_name(tls_thread.linear) + " " + verb(kind) + " " + std::to_string(n) + " bytes at " + at(src.id) +
@@ -288,7 +308,7 @@ void unknown_address(uintptr_t a, size_t n, Access kind, const SourceLine& src, 
     });
     return;
   }
-  if (a >= st.os_stack_lo && a < st.os_stack_hi) return;  // the launch's own arguments, being copied
+  if (a >= st().os_stack_lo && a < st().os_stack_hi) return;  // the launch's own arguments, being copied
   report(Fault::host_pointer, src.id, 0, [&] {
     return thread_name(tls_thread.linear) + " " + verb(kind) + " " + std::to_string(n) + " bytes at address " +
            hex(a) + " at " + at(src.id) +
@@ -300,16 +320,16 @@ void unknown_address(uintptr_t a, size_t n, Access kind, const SourceLine& src, 
 
 void inter_block_check(const AllocationView& v, uintptr_t a, size_t n, const SourceLine& src) {
   const uint64_t* words = *v.writers;
-  if (!words) return;
+  if (!words || *v.store_launch != st().launch_serial) return;  // no kernel store into it in this launch
   for (uintptr_t w = (a - v.begin) / 4; w <= (a + n - 1 - v.begin) / 4; ++w) {
     const uint64_t x = words[w];
-    if (uint32_t(x >> 32) != st.launch_serial || uint32_t(x) == st.block_linear + 1 || uint32_t(x) == 0) continue;
+    if (uint32_t(x >> 32) != st().launch_serial || uint32_t(x) == st().block_linear + 1 || uint32_t(x) == 0) continue;
     const uint32_t writer = uint32_t(x) - 1;
-    const auto f = st.finished_blocks.find(writer);
-    const bool fenced = f != st.finished_blocks.end() && f->second.fenced();
-    if (fenced && st.block_did_atomic) continue;
+    const auto f = st().finished_blocks.find(writer);
+    const bool fenced = f != st().finished_blocks.end() && f->second.fenced();
+    if (fenced && st().block_did_atomic) continue;
     report(Fault::unfenced_inter_block, src.id, writer, [&] {
-      const dim3 g = st.grid;
+      const dim3 g = st().grid;
       const uint3 wb{writer % g.x, (writer / g.x) % g.y, writer / (g.x * g.y)};
       return thread_name(tls_thread.linear) + " reads at " + at(src.id) + " a word that block " + coords(wb) +
              " of the same launch wrote" +
@@ -323,7 +343,7 @@ void inter_block_check(const AllocationView& v, uintptr_t a, size_t n, const Sou
 
 void global_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
   uintptr_t gap_lo = 0;
-  const AllocationView* found = find(a, gap_lo);
+  const AllocationView* found = find(a, gap_lo, src.id);
   if (!found) return unknown_address(a, n, kind, src, gap_lo);
   const AllocationView& v = *found;
   if (a + n > v.end) {
@@ -334,9 +354,10 @@ void global_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
     });
     n = v.end - a;
   }
-  if (st.counting) st.traffic.record(tls_thread.linear, src.id, TrafficKind(uint8_t(kind)), a, n);
+  if (st().counting) st().traffic.record(tls_thread.linear, src.id, TrafficKind(uint8_t(kind)), a, n);
   if (v.kind != MemoryKind::device) return;  // pinned host memory: the host writes it unseen
-  if (kind != Access::store && !all_written_in(v, a, n))
+  const bool full = alloc_cache.full[&v - alloc_cache.hits];
+  if (kind != Access::store && !full && !all_written_in(v, a, n))
     report(Fault::global_uninitialized, src.id, 0, [&] {
       return thread_name(tls_thread.linear) + " " + verb(kind) + " " + std::to_string(n) + " bytes at offset " +
              std::to_string(a - v.begin) + " of a device allocation of " + std::to_string(v.end - v.begin) +
@@ -344,53 +365,58 @@ void global_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
              " that nothing has written since cudaMalloc (no copy, memset, kernel or host store)";
     });
   if (kind == Access::load) inter_block_check(v, a, n, src);
-  if (kind == Access::atomic) st.block_did_atomic = true;
+  if (kind == Access::atomic) st().block_did_atomic = true;
   if (kind == Access::load) return;
   mark_written_in(v, a, n);
   if (kind == Access::store) {
     uint64_t* words = *v.writers ? *v.writers : writer_words(v);
-    const uint64_t tag = uint64_t(st.launch_serial) << 32 | (st.block_linear + 1);
+    const uint64_t tag = uint64_t(st().launch_serial) << 32 | (st().block_linear + 1);
     for (uintptr_t w = (a - v.begin) / 4; w <= (a + n - 1 - v.begin) / 4; ++w) words[w] = tag;
-    st.current.last_write = ++st.stamp;
+    *v.store_launch = st().launch_serial;
+    st().current.last_write = ++st().stamp;
   }
 }
 
 void host_store(uintptr_t a, size_t n) {
   uintptr_t gap_lo;
-  const AllocationView* v = find(a, gap_lo);
+  const AllocationView* v = find(a, gap_lo, 0);
   if (v && v->written) mark_written_in(*v, a, std::min<uintptr_t>(n, v->end - a));
 }
 
 void judge(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
-  if (!st_ptr || !st.in_launch || n == 0) return;
+  if (!st_ptr || !st().in_launch || n == 0) return;
   const ThreadContext& t = tls_thread;
   if (a >= t.stack_lo && a < t.stack_hi) return;  // the thread's own local memory
-  if (st.dyn_hi && a + n > st.dyn_lo - st.dyn_redzone && a < st.dyn_hi + st.dyn_redzone)
+  if (st().dyn_hi && a + n > st().dyn_lo - st().dyn_redzone && a < st().dyn_hi + st().dyn_redzone)
     return dynamic_shared_access(a, n, kind, src);
-  if (a >= st.tls_lo && a < st.tls_hi) return static_shared_access(a, n, kind, src);
+  if (a >= st().tls_lo && a < st().tls_hi) {
+    if (a >= st().anchor_lo && a < st().anchor_hi) return;  // threadIdx, blockDim, ...: the emulator's state
+    return static_shared_access(a, n, kind, src);
+  }
   global_access(a, n, kind, src);
 }
 
 void end_block() {
-  if (st.block_serial == 0) return;
-  if (st.current.last_write) st.finished_blocks[st.block_linear] = st.current;
-  if (st.counting) st.traffic.flush(st.traffic_counts);
+  if (st().block_serial == 0) return;
+  if (st().current.last_write) st().finished_blocks[st().block_linear] = st().current;
+  if (st().counting) st().traffic.flush(st().traffic_counts);
 }
 
 void reset() {
-  st.in_launch = false;
-  st.reports.clear();
-  st.seen.clear();
-  st.findings = 0;
-  st.finished_blocks.clear();
-  st.instruction_array.clear();
-  st.traffic.reset();
-  st.block_serial = 0;
+  st().in_launch = false;
+  st().reports.clear();
+  st().seen.clear();
+  st().findings = 0;
+  st().finished_blocks.clear();
+  st().instruction_array.clear();
+  st().traffic.reset();
+  st().block_serial = 0;
 }
 
 }  // namespace
 
 void access(const void* p, size_t bytes, Access kind, uintptr_t pc) {
+  if (!judging) return;
   const auto a = reinterpret_cast<uintptr_t>(p);
   if (!tls_thread.lane) {
     if (kind != Access::load) host_store(a, bytes);
@@ -401,6 +427,7 @@ void access(const void* p, size_t bytes, Access kind, uintptr_t pc) {
 }
 
 void access_at(const void* p, size_t bytes, Access kind, const std::source_location& site) {
+  if (!judging) return;
   const auto a = reinterpret_cast<uintptr_t>(p);
   if (!tls_thread.lane) {
     if (kind != Access::load) host_store(a, bytes);
@@ -410,14 +437,15 @@ void access_at(const void* p, size_t bytes, Access kind, const std::source_locat
 }
 
 void fence() {
-  if (st_ptr && st.in_launch && tls_thread.lane) st.current.last_fence = ++st.stamp;
+  if (st_ptr && st().in_launch && tls_thread.lane) st().current.last_fence = ++st().stamp;
 }
 
 void launch_begin(const char* kernel, dim3 grid, dim3 block, const unsigned char* dynamic_shared,
                   size_t dynamic_shared_bytes, uintptr_t redzone_bytes) {
+  if (!judging) return;
   st_ptr = &state_storage;
   reset();
-  State& s = st;
+  State& s = st();
   s.in_launch = true;
   s.kernel = kernel;
   s.grid = grid, s.block = block;
@@ -457,38 +485,38 @@ void launch_begin(const char* kernel, dim3 grid, dim3 block, const unsigned char
 void block_begin(uint3 b) {
   if (!st_ptr) return;
   end_block();
-  st.block_idx = b;
-  st.block_linear = b.x + st.grid.x * (b.y + st.grid.y * b.z);
-  ++st.block_serial;
-  if (st.block_serial == 0) ++st.block_serial;
-  st.block_first_epoch = ++st.epoch;
-  st.current = BlockWrites{};
-  st.block_did_atomic = false;
+  st().block_idx = b;
+  st().block_linear = b.x + st().grid.x * (b.y + st().grid.y * b.z);
+  ++st().block_serial;
+  if (st().block_serial == 0) ++st().block_serial;
+  st().block_first_epoch = ++st().epoch;
+  st().current = BlockWrites{};
+  st().block_did_atomic = false;
 }
 
 void barrier_released() {
-  if (st_ptr) ++st.epoch;
+  if (st_ptr) ++st().epoch;
 }
 
 void warp_synced(unsigned first_thread, unsigned group) {
-  if (!st_ptr || !st.in_launch) return;
+  if (!st_ptr || !st().in_launch) return;
   uint32_t merged[32] = {};
   for (unsigned k = 0; k < 32; ++k) {
     if (!(group >> k & 1u)) continue;
-    uint32_t* c = &st.clocks[size_t(first_thread + k) * 32];
+    uint32_t* c = &st().clocks[size_t(first_thread + k) * 32];
     ++c[k];  // each lane's own clock moves on, so what it did before the meeting is "before"
     for (unsigned j = 0; j < 32; ++j) merged[j] = std::max(merged[j], c[j]);
   }
   for (unsigned k = 0; k < 32; ++k)
-    if (group >> k & 1u) std::memcpy(&st.clocks[size_t(first_thread + k) * 32], merged, sizeof merged);
+    if (group >> k & 1u) std::memcpy(&st().clocks[size_t(first_thread + k) * 32], merged, sizeof merged);
 }
 
 std::string launch_end(LaunchCounts* counts) {
-  if (!st_ptr || !st.in_launch) return {};
+  if (!st_ptr || !st().in_launch) return {};
   end_block();
   if (counts) {
-    if (st.counting) st.traffic.finish_launch(st.traffic_counts);
-    const LaunchCounts& t = st.traffic_counts;
+    if (st().counting) st().traffic.finish_launch(st().traffic_counts);
+    const LaunchCounts& t = st().traffic_counts;
     counts->load_instructions = t.load_instructions, counts->store_instructions = t.store_instructions;
     counts->atomic_instructions = t.atomic_instructions;
     counts->load_sectors = t.load_sectors, counts->store_sectors = t.store_sectors;
@@ -497,14 +525,14 @@ std::string launch_end(LaunchCounts* counts) {
     counts->atomic_useful_bytes = t.atomic_useful_bytes;
     counts->unique_sectors = t.unique_sectors;
   }
-  if (st.findings == 0) {
+  if (st().findings == 0) {
     reset();
     return {};
   }
   std::ostringstream o;
-  o << "checker: kernel '" << st.kernel << "': " << st.findings << " finding" << (st.findings > 1 ? "s" : "");
-  for (size_t i = 0; i < st.reports.size(); ++i) o << "\n  " << i + 1 << ". " << st.reports[i];
-  if (st.findings > st.reports.size()) o << "\n  (" << st.findings - st.reports.size() << " more)";
+  o << "checker: kernel '" << st().kernel << "': " << st().findings << " finding" << (st().findings > 1 ? "s" : "");
+  for (size_t i = 0; i < st().reports.size(); ++i) o << "\n  " << i + 1 << ". " << st().reports[i];
+  if (st().findings > st().reports.size()) o << "\n  (" << st().findings - st().reports.size() << " more)";
   reset();
   return o.str();
 }
@@ -534,7 +562,5 @@ void launch_abandoned() noexcept {}
 void mark_written(const void* p, size_t bytes) { mark_device_written(p, bytes); }
 
 #endif
-
-#undef st
 
 }  // namespace kvsim::emu::checker

@@ -39,7 +39,8 @@ struct LaunchCounts;
 
 namespace kvsim::emu::checker {
 
-// Whether this build has the checker (false where the whole build is sanitized).
+// Whether accesses are judged: the build has the checker (not where the whole build is sanitized) and
+// the environment does not turn it off (KVSIM_EMU_CHECK=0).
 bool enabled();
 
 enum class Access : uint8_t { load, store, atomic };

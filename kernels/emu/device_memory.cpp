@@ -20,6 +20,7 @@ struct Allocation {
   uint64_t serial;
   std::unique_ptr<uint64_t[]> written;  // device: one bit per byte (the access checker's shadow)
   uint64_t* writers = nullptr;          // device, lazily: one word per 4 bytes (freed with the allocation)
+  uint32_t store_launch = 0;
   ~Allocation() { delete[] writers; }
 };
 
@@ -33,7 +34,6 @@ Registry& registry() {
   static Registry r;
   return r;
 }
-std::atomic<uint64_t> generation{1};
 
 // Sets bits [lo, hi) of a bitmap; atomically, as two host threads may mark one allocation.
 void set_bits(uint64_t* words, size_t lo, size_t hi) {
@@ -45,6 +45,8 @@ void set_bits(uint64_t* words, size_t lo, size_t hi) {
   }
 }
 }  // namespace
+
+std::atomic<uint64_t> detail::allocation_generation{1};
 
 void* allocate(size_t bytes, MemoryKind kind) {
   if (bytes == 0) return nullptr;
@@ -69,7 +71,8 @@ void* allocate(size_t bytes, MemoryKind kind) {
   a.written = std::move(written);
   delete[] a.writers;
   a.writers = nullptr;
-  generation.fetch_add(1, std::memory_order_relaxed);
+  a.store_launch = 0;
+  detail::allocation_generation.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
 
@@ -81,7 +84,7 @@ bool release(void* p, MemoryKind kind) {
     const auto it = r.live.find(reinterpret_cast<uintptr_t>(p));
     if (it == r.live.end() || it->second.kind != kind) return false;
     r.live.erase(it);
-    generation.fetch_add(1, std::memory_order_relaxed);
+    detail::allocation_generation.fetch_add(1, std::memory_order_relaxed);
   }
   std::free(p);
   return true;
@@ -114,6 +117,7 @@ bool find_allocation(uintptr_t a, AllocationView& out, uintptr_t& gap_lo, uintpt
       out.kind = x.kind;
       out.written = x.written.get();
       out.writers = &x.writers;
+      out.store_launch = &x.store_launch;
       out.serial = x.serial;
       return true;
     }
@@ -122,7 +126,6 @@ bool find_allocation(uintptr_t a, AllocationView& out, uintptr_t& gap_lo, uintpt
   return false;
 }
 
-uint64_t allocation_generation() { return generation.load(std::memory_order_relaxed); }
 
 void mark_device_written(const void* p, size_t bytes) {
   AllocationView v;
@@ -149,6 +152,14 @@ bool all_written_in(const AllocationView& v, uintptr_t a, size_t bytes) {
     i += n;
   }
   return true;
+}
+
+bool fully_written(const AllocationView& v) {
+  if (!v.written) return true;
+  const size_t bytes = v.end - v.begin, words = bytes / 64;
+  for (size_t w = 0; w < words; ++w)
+    if (__atomic_load_n(&v.written[w], __ATOMIC_RELAXED) != ~uint64_t(0)) return false;
+  return bytes % 64 == 0 || all_written_in(v, v.begin + words * 64, bytes % 64);
 }
 
 uint64_t* writer_words(const AllocationView& v) {

@@ -8,6 +8,7 @@
 // "written" bit per byte (cleared by cudaMalloc, set by copies, memsets and stores) and, once a kernel
 // stores into it, the launch and block of the last plain store per 4-byte word.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -29,19 +30,26 @@ struct AllocationView {
   MemoryKind kind = MemoryKind::device;
   uint64_t* written = nullptr;  // device memory: bit i of word i / 64 is byte begin + i; pinned: null
   uint64_t** writers = nullptr;  // device memory: the per-word last-store shadow, created on first use
+  uint32_t* store_launch = nullptr;  // device memory: the checker's serial of the last launch that stored into it
   uint64_t serial = 0;           // tells allocations apart in reports (cudaMalloc order)
 };
 // The live allocation holding address a (true), or the gap between allocations around it: [gap_lo,
 // gap_hi), with gap_lo the end of the allocation below (false). The view stays valid until the
 // allocation is released; allocation_generation() changes whenever any allocation comes or goes.
 bool find_allocation(uintptr_t a, AllocationView& out, uintptr_t& gap_lo, uintptr_t& gap_hi);
-uint64_t allocation_generation();
+namespace detail {
+extern std::atomic<uint64_t> allocation_generation;  // device_memory.cpp
+}
+// Inline: the access checker asks on every access whether its cached lookups still hold.
+inline uint64_t allocation_generation() { return detail::allocation_generation.load(std::memory_order_relaxed); }
 // Marks [p, p + bytes) of device memory written (the part inside one allocation).
 void mark_device_written(const void* p, size_t bytes);
 // Marks [a, a + bytes) written in allocation v (device memory; the caller keeps it inside v).
 void mark_written_in(const AllocationView& v, uintptr_t a, size_t bytes);
 // Whether every byte of [a, a + bytes) in allocation v was written.
 bool all_written_in(const AllocationView& v, uintptr_t a, size_t bytes);
+// Whether every byte of allocation v was written (a scan of its bitmap).
+bool fully_written(const AllocationView& v);
 // The per-word shadow of an allocation, created zeroed on first use (thread-safe).
 uint64_t* writer_words(const AllocationView& v);
 

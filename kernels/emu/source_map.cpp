@@ -263,23 +263,9 @@ StaticSharedTable load_static_shared() {
   return t;
 }
 
-// A direct-mapped cache in front of Lines' map: the hot path takes no lock.
-struct PcCacheEntry {
-  uintptr_t pc = 0;
-  const SourceLine* line = nullptr;
-};
-constexpr size_t kPcCache = 4096;
-thread_local PcCacheEntry pc_cache[kPcCache];
-
 }  // namespace
 
-const SourceLine& source_line(uintptr_t pc) {
-  PcCacheEntry& e = pc_cache[(pc ^ (pc >> 12)) & (kPcCache - 1)];
-  if (e.pc == pc && e.line) return *e.line;
-  const SourceLine& l = Lines::get().at_pc(pc);
-  e = {pc, &l};
-  return l;
-}
+const SourceLine& source_line_uncached(uintptr_t pc) { return Lines::get().at_pc(pc); }
 
 const SourceLine& source_line(const std::source_location& site) {
   struct Entry {

@@ -25,8 +25,24 @@ struct SourceLine {
 // Reads the line table, once per process: call it on an ordinary thread stack before source_line(pc)
 // (libdw needs more stack than a GPU thread's fiber has).
 void load_source_lines();
-// The line of the instruction whose return address is `pc` (a callback's caller). Cached per address.
-const SourceLine& source_line(uintptr_t pc);
+// The line of the instruction whose return address is `pc` (a callback's caller). Cached per address:
+// the lookup of a known instruction is inline, since every access of a kernel makes one.
+const SourceLine& source_line_uncached(uintptr_t pc);
+namespace detail {
+struct PcCacheEntry {
+  uintptr_t pc = 0;
+  const SourceLine* line = nullptr;
+};
+inline constexpr size_t kPcCache = 4096;
+inline thread_local PcCacheEntry pc_cache[kPcCache];
+}  // namespace detail
+inline const SourceLine& source_line(uintptr_t pc) {
+  detail::PcCacheEntry& e = detail::pc_cache[(pc ^ (pc >> 12)) & (detail::kPcCache - 1)];
+  if (e.pc == pc && e.line) return *e.line;
+  const SourceLine& l = source_line_uncached(pc);
+  e = {pc, &l};
+  return l;
+}
 // An access made in emulator code on a kernel's behalf (an atomic): its call site. Cached per site.
 const SourceLine& source_line(const std::source_location& site);
 const SourceLine& source_line_by_id(uint32_t id);
