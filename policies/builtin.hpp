@@ -28,7 +28,7 @@ inline constexpr PolicyEntry kBuiltinPolicies[] = {
     {&policies::chess::cost_model,      &policies::chess::make_selector,      &policies::chess::set_budget, &policies::chess::phase_kernels},
     {&policies::sentencekv::cost_model, &policies::sentencekv::make_selector, &policies::sentencekv::set_budget, &policies::sentencekv::phase_kernels},
     {&policies::chunkkv::cost_model,    &policies::chunkkv::make_selector,    &policies::chunkkv::set_budget, &policies::chunkkv::phase_kernels},
-    {&policies::sekv::cost_model,       &policies::sekv::make_selector,       &policies::sekv::set_budget},
+    {&policies::sekv::cost_model,       &policies::sekv::make_selector,       &policies::sekv::set_budget, &policies::sekv::phase_kernels},
     {&policies::ctkvr::cost_model,      &policies::ctkvr::make_selector,      &policies::ctkvr::set_budget, &policies::ctkvr::phase_kernels},
 };
 

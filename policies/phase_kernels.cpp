@@ -124,6 +124,37 @@ void page_bound(int64_t pages, int dim) {
   R::quest_page_bound(q.get(), lo.get(), hi.get(), pages, dim, b.get());
 }
 
+void sekv_route(int rows, int dim, int d_proj, int64_t spans) {
+  Setup setup;
+  auto q = random_buffer(size_t(rows) * dim, 20), W = random_buffer(size_t(dim) * d_proj, 21),
+       sum = random_buffer(size_t(spans) * d_proj, 22);
+  Buf<int32_t> len(std::vector<int32_t>(size_t(spans), 16));
+  Buf<float> qp{size_t(rows) * d_proj}, best{size_t(spans)};
+  opt::RoutingParams p;
+  p.queries = q.get(), p.rows = rows, p.d = dim, p.W = W.get(), p.d_proj = d_proj;
+  p.summaries = sum.get(), p.span_len = len.get(), p.spans = spans, p.q_proj = qp.get(), p.best = best.get();
+  setup.done();
+  O::sekv_routing(p);
+}
+
+void sekv_zoom(int64_t spans, double threshold) {
+  Setup setup;
+  std::vector<float> g(static_cast<size_t>(spans));
+  std::minstd_rand rng(23);
+  for (auto& x : g) x = float(rng() % 1000) / 1000.f;  // gates in [0, 1)
+  std::vector<int32_t> len(static_cast<size_t>(spans), 16), end(static_cast<size_t>(spans));
+  for (int64_t i = 0; i < spans; ++i) end[size_t(i)] = int32_t(16 * (i + 1));
+  Buf<float> gate(g), keys{size_t(spans)};
+  Buf<int32_t> dlen(len), dend(end), zoomed{size_t(spans)}, ranked{size_t(spans)}, count{2};
+  Buf<double> used{1};
+  opt::ZoomParams p;
+  p.gate = gate.get(), p.span_len = dlen.get(), p.span_end = dend.get(), p.spans = spans;
+  p.position = 16 * spans, p.threshold = threshold, p.room = 1e18;
+  p.zoomed = zoomed.get(), p.keys = keys.get(), p.ranked = ranked.get(), p.count = count.get(), p.used = used.get();
+  setup.done();
+  O::sekv_zoom(p);
+}
+
 void merge_states(int rows, int dim) {
   Setup setup;
   auto oa = random_buffer(size_t(rows) * dim, 15), ob = random_buffer(size_t(rows) * dim, 16);

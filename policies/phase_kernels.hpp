@@ -56,6 +56,10 @@ void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, in
 void score_gemm(int queries, int64_t vectors, int dim);
 // Quest's page bound (the reference twin): one query against the min and max key of `pages` pages.
 void page_bound(int64_t pages, int dim);
+// SEKV's routing of `rows` query rows of `dim` through a [dim, d_proj] projection against `spans`
+// span summaries (opt::sekv_routing), and its zoom over `spans` gates (opt::sekv_zoom).
+void sekv_route(int rows, int dim, int d_proj, int64_t spans);
+void sekv_zoom(int64_t spans, double threshold);
 // Merge of two softmax states of `rows` rows of `dim` (the reference twin), in place into the first.
 void merge_states(int rows, int dim);
 // Mean of each of `segments` segments of `rows_per_segment` rows of `dim` (the reference twin).

@@ -61,8 +61,10 @@ TEST(PhaseTraffic, EveryLinkNamesAGpuPhaseOfItsOwnPolicy) {
 }
 
 TEST(PhaseTraffic, APhaseWithoutKernelsIsListedAndNotCounted) {
+  const GpuSpec g = load_gpu_file(resolve(LibraryKind::hardware, "h100-sxm", "test", 0, "hardware"));
+  const HostSpec h = load_host_file(resolve(LibraryKind::host, g.default_host, "test", 0, "host"));
   bool host = false, unlinked_gpu = false;
-  for (const PhaseTrafficRow& r : rows()) {
+  for (const PhaseTrafficRow& r : phase_traffic(g, h, TrafficShape{}, {"chess", "ctkvr"})) {
     if (r.device == "cpu") {
       host = true;
       EXPECT_FALSE(r.linked) << r.phase;
