@@ -115,8 +115,9 @@ __global__ void __launch_bounds__(kSelectThreads, 1) chess_levels_kernel(ChessSe
   const int64_t grid_words = (G + 31) / 32, chunk_words = (C + 31) / 32;
   unsigned* grid_bits = marks;
   unsigned* chunk_bits = marks + grid_words;
+  // Cleared before any mark is set or read: the grid level's compaction (which sets the grid marks)
+  // and the chunk level's survivor count (which reads them) both start behind a barrier.
   for (int64_t w = threadIdx.x; w < grid_words + chunk_words; w += blockDim.x) marks[w] = 0u;
-  __syncthreads();
   const int64_t g = select_level(sh, tile_ids, &s_count, p.scores, G, 1, nullptr, 0, p.rho_g, p.grids, grid_bits);
   const int64_t c = select_level(sh, tile_ids, &s_count, p.scores + G, C, p.chunks_per_grid, grid_bits, G, p.rho_c,
                                  p.chunks, chunk_bits);
