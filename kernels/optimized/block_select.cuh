@@ -120,6 +120,29 @@ __device__ int64_t compact_in_order(Shared& sh, int64_t i0, int64_t n, const Wor
   return written;
 }
 
+// Kept ids written in index order through a shared buffer of 2·blockDim ids (buf), blockDim at a time:
+// every store but the last is the whole block on consecutive positions from a multiple of blockDim
+// (full sectors), however few ids each tile keeps. Use put() as compact_in_order's emit, tile_done() as
+// its flush, finish() after it. No barrier of its own: a thread moves down only the entry it has just
+// stored, and compact_in_order's barriers separate the tiles' puts from the reads.
+struct IdStager {
+  int32_t* buf;
+  int32_t* out;
+  int64_t pending = 0, flushed = 0;
+  __device__ void put(int64_t in_tile, int64_t i) { buf[pending + in_tile] = int32_t(i); }
+  __device__ void tile_done(int64_t tile) {
+    pending += tile;
+    if (pending < int64_t(blockDim.x)) return;  // the same for every thread
+    const int64_t t = threadIdx.x, left = pending - int64_t(blockDim.x);
+    out[flushed + t] = buf[t];
+    if (t < left) buf[t] = buf[blockDim.x + t];
+    flushed += blockDim.x, pending = left;
+  }
+  __device__ void finish() {
+    if (int64_t(threadIdx.x) < pending) out[flushed + threadIdx.x] = buf[threadIdx.x];
+  }
+};
+
 // The bitonic network's steps (size, stride) for size in [size_lo, size_hi] and, of the first size, only
 // the strides <= first_stride, over words[0, len) whose first element has global index offset (the
 // direction of a pair depends on the global index). Every thread calls it.

@@ -94,22 +94,23 @@ __device__ int64_t select_level(bs::Shared& sh, int32_t* tile_ids, unsigned* s_c
   const int64_t i0 = bs::aligned_start(s, sizeof(float));
   Word prefix = 0, mask = 0;
   if (k < survivors) bs::radix_bounds(sh, i0, n, k, word_at, prefix, mask);
-  return bs::compact_in_order(
+  bs::IdStager staged{tile_ids, out};
+  const int64_t kept = bs::compact_in_order(
       sh, i0, n, word_at, prefix, mask,
       [&](int64_t, int64_t in_tile, int64_t i, Word) {
-        tile_ids[in_tile] = int32_t(i);
+        staged.put(in_tile, i);
         if (kept_bits) atomicOr(&kept_bits[i >> 5], 1u << (i & 31));
       },
-      [&](int64_t base, int64_t tile) {
-        if (tid < tile) out[base + tid] = tile_ids[tid];
-      });
+      [&](int64_t, int64_t tile) { staged.tile_done(tile); });
+  staged.finish();
+  return kept;
 }
 
 // The three levels, one block. counts[0..2] = kept grids, chunks, pages.
 // One block per launch: minBlocksPerSM 1 lets ptxas use up to 64 registers instead of spilling.
 __global__ void __launch_bounds__(kSelectThreads, 1) chess_levels_kernel(ChessSelectParams p, int64_t G, int64_t C) {
   __shared__ bs::Shared sh;
-  __shared__ int32_t tile_ids[kSelectThreads];
+  __shared__ int32_t tile_ids[2 * kSelectThreads];  // kept ids staged for whole-block stores (IdStager)
   __shared__ unsigned s_count;
   KVSIM_DYNAMIC_SHARED(unsigned, marks);  // [grid words | chunk words]
   const int64_t grid_words = (G + 31) / 32, chunk_words = (C + 31) / 32;
