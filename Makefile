@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps model configure build run test bench clean test-asan fuzz python-test
+.PHONY: all deps model configure build run test bench clean test-asan fuzz python-test gpu-validate
 all: build
 
 deps:
@@ -43,6 +43,14 @@ python-test: build
 
 bench: build
 	./$(BUILD)/kvsim bench
+
+# The GPU kit (validate/gpu_kit.hpp, docs/validation/gpu-kit.md): on a machine with an NVIDIA GPU and nvcc,
+# time every CUDA phase kernel and write scenarios/calibration/<gpu>-measured.yaml (curves under the
+# model's phase names) and docs/validation/<gpu>-measured.md (against <gpu>-published.yaml). The library
+# GPU is found by SM count and memory; GPU=<name> when that is ambiguous (A100-80G and A800).
+GPU ?=
+gpu-validate: build
+	./$(BUILD)/kvsim validate --device cuda --kit $(if $(GPU),--hardware $(GPU))
 
 # AddressSanitizer + UndefinedBehaviorSanitizer build of everything in build-asan/, then the test suite
 # under it (docs/robustness.md). Any sanitizer report fails the test that triggered it. nvcc is off (the

@@ -1,5 +1,5 @@
 // A trace selector whose kernels run on a kernel backend (kernels/backend/backend.hpp): the host
-// reference kernels by default, the CUDA twins when `kvsim replay --device cuda` hands it a CUDA
+// reference kernels by default, the optimized CUDA kernels when `kvsim replay --device cuda` hands it a CUDA
 // backend. A selector derives from this instead of TraceSelector and calls kernels() where it would call
 // kvsim::ref, so its selection logic is written once for both; replay finds out by dynamic_cast whether a
 // selector routes its kernels this way (a selector that does not runs on the host under any device, and

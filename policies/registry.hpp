@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/policy.hpp"
+#include "policies/phase_kernels.hpp"
 #include "traces/select/selector.hpp"
 
 namespace kvsim {
@@ -26,6 +27,9 @@ struct PolicyEntry {
   const Policy& (*cost_model)();
   SelectorFactory make_selector;  // nullptr: the policy has no trace selector (replay refuses it by name)
   BudgetSetter set_budget;        // nullptr: no budget axis (--budget-sweep replays it once)
+  // The CUDA kernels that implement its GPU phases (policies/<name>/kernels.cpp; `kvsim validate --device
+  // emu`); nullptr: none declared.
+  PhaseKernelLinks (*phase_kernels)() = nullptr;
 };
 
 // The table this executable was linked with, in the order the CLI shows the policies. Each executable

@@ -21,7 +21,7 @@ double relative_error(const float* a, const float* b, int d) {
 std::vector<DeviceStep> device_steps(const kernels::Backend& b) {
   std::vector<DeviceStep> out;
   for (const auto& [step, e] : b.steps().entries())
-    out.push_back({kernels::step_name(step), kernels::where_name(e.where), e.calls});
+    out.push_back({kernels::step_name(step), kernels::where_name(e.where), e.calls, b.kernels(step)});
   return out;
 }
 

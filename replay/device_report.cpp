@@ -30,10 +30,12 @@ nlohmann::json device_json(const std::string& backend, const std::string& note, 
 
 nlohmann::json device_check_json(const DeviceCheck& c) {
   nlohmann::json steps = nlohmann::json::array();
-  for (const DeviceStep& s : c.steps) steps.push_back({{"step", s.step}, {"where", s.where}, {"calls", s.calls}});
+  for (const DeviceStep& s : c.steps)
+    steps.push_back({{"step", s.step}, {"where", s.where}, {"calls", s.calls}, {"kernels", s.kernels}});
   return {{"backend", c.backend},
           {"selection_on_backend", c.selection_on_backend},
           {"selections", c.selections},
+          {"id_lists", c.id_lists},
           {"mismatched_selections", c.mismatched},
           {"selections_identical", c.identical()},
           {"first_mismatch", c.first_mismatch.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.first_mismatch)},
@@ -63,11 +65,23 @@ std::string device_table(const std::vector<const PolicyReplay*>& policies, const
     const std::string ident = c.identical() ? "yes" : "no (" + std::to_string(c.mismatched) + ")";
     const std::string err = c.outputs > 0 ? fmt("%.2e", c.max_rel_error) + (within(c) ? "" : " !") : "n/a";
     std::string host = steps_text(c, "host");
-    if (!c.selection_on_backend) host = "selection (reference kernels)" + (host == "-" ? "" : ", " + host);
+    // A selector without kernels (full attention: every token 0..p) selects nothing to run anywhere; its
+    // ids are written on the device for its attention (position_ids) and checked there.
+    if (!c.selection_on_backend) host = "no selection kernels" + (host == "-" ? "" : ", " + host);
     std::snprintf(buf, sizeof buf, "%-16s %10lld %12s %12s  %s | %s\n", p->run.label.c_str(), (long long)c.selections,
                   ident.c_str(), err.c_str(), steps_text(c, "device").c_str(), host.c_str());
     text += buf;
     if (!c.first_mismatch.empty()) text += "  first differing selection: " + c.first_mismatch + "\n";
+  }
+  // Per policy and phase (step), the kernels that ran it: where, calls, kernel functions in launch order.
+  text += "kernels per policy and phase:\n";
+  for (const PolicyReplay* p : policies) {
+    const DeviceCheck& c = *p->device;
+    text += "  " + p->run.label +
+            (c.selection_on_backend ? "" : " (no selection kernels; " + std::to_string(c.id_lists) + " id lists 0..p checked)") +
+            "\n";
+    for (const DeviceStep& st : c.steps)
+      text += "    " + st.step + " [" + st.where + ", " + std::to_string(st.calls) + " calls]: " + st.kernels + "\n";
   }
   return text;
 }

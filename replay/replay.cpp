@@ -291,6 +291,8 @@ struct Worker {
   std::vector<int32_t> iota;
   std::vector<int64_t> dev_outputs;
   std::vector<double> dev_error;
+  int64_t dev_id_lists = 0, dev_id_mismatched = 0;  // the current policy's `all` id lists (reset per policy)
+  std::vector<int64_t> dev_ids, dev_ids_bad;  // per policy: `all` id lists checked, and how many differed
 };
 
 // `hs` itself when its extra entries are all owned, else a copy in `scratch` with them flattened.
@@ -318,8 +320,13 @@ void device_attention(const kernels::Backend& be, const TraceData& t, int l, int
   w.d_lse.resize(size_t(g));
   const std::vector<int32_t>* idx = &dh.tokens;
   if (dh.all) {
-    w.iota.resize(size_t(n));
-    std::iota(w.iota.begin(), w.iota.end(), 0);
+    // Full attention's ids 0..n-1, written by the backend (on the device: where the attention reads them)
+    // and checked, so full attention's "selection" is compared too.
+    w.iota = be.position_ids({.n = n, .sinks = n, .window = 0});
+    bool same = int64_t(w.iota.size()) == n;
+    for (int64_t i = 0; same && i < n; ++i) same = w.iota[size_t(i)] == int32_t(i);
+    ++w.dev_id_lists;
+    if (!same) ++w.dev_id_mismatched;
     idx = &w.iota;
   }
   be.gather_attention({.queries = w.d_q.data(), .rows = g, .keys = t.k(l, h), .values = t.v(l, h),
@@ -436,6 +443,12 @@ class Replayer {
       res_.gt_flops += w.flops;
       res_.gt_thread_seconds += w.gt_seconds;
       res_.metric_thread_seconds += w.metric_seconds;
+      for (size_t i = 0; i < w.dev_ids.size(); ++i) {
+        checks_[i].id_lists += w.dev_ids[i];
+        checks_[i].mismatched += w.dev_ids_bad[i];
+        if (w.dev_ids_bad[i] > 0 && checks_[i].first_mismatch.empty())
+          checks_[i].first_mismatch = "the device's ids for full attention are not 0..p";
+      }
       for (size_t i = 0; i < w.dev_outputs.size(); ++i) {
         checks_[i].outputs += w.dev_outputs[i];
         checks_[i].max_rel_error = std::max(checks_[i].max_rel_error, w.dev_error[i]);
@@ -556,6 +569,8 @@ class Replayer {
     w.lse.resize(size_t(g));
     w.dev_outputs.resize(size_t(npol_));
     w.dev_error.resize(size_t(npol_));
+    w.dev_ids.resize(size_t(npol_));
+    w.dev_ids_bad.resize(size_t(npol_));
     w.jobs.clear();
     w.job_of.assign(size_t(npol_) * size_t(nb), -1);
     if (values_ && !o_.attention_kernel && g <= 16) restrict_from_ground_truth(bk, p, w);
@@ -592,7 +607,10 @@ class Replayer {
   void check_device(const Pair& p, int i, int64_t r, int64_t s, int64_t n, const HeadSelection& hs, Worker& w) {
     if (!o_.device || !values_) return;
     const HeadSelection& dh = dsel_[size_t(i)] ? dsels_[size_t(i)][size_t(r)][size_t(p.pair)] : hs;
+    w.dev_id_lists = w.dev_id_mismatched = 0;
     device_attention(*dev_[size_t(i)], t_, p.l, p.h, s, n, dh, scale_, w);
+    w.dev_ids[size_t(i)] += w.dev_id_lists;
+    w.dev_ids_bad[size_t(i)] += w.dev_id_mismatched;
     for (int j = 0; j < p.g; ++j) {
       const float* host = hs.all ? w.gt.o(j, r) : w.o_sel.data() + size_t(j) * t_.d;
       w.dev_error[size_t(i)] =

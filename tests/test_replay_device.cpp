@@ -22,9 +22,10 @@ using namespace kvsim;
 
 namespace {
 
-// Policies whose selector runs its kernels on the backend (policies/kernel_selector.hpp); the others
-// select on the host and run only their attention on the device.
-const std::set<std::string> kOnBackend = {"snapkv", "chunkkv", "quest", "ctkvr", "sentencekv", "chess", "sekv"};
+// Policies whose selector runs its kernels on the backend (policies/kernel_selector.hpp). Full attention
+// has no selector kernels: its ids 0..p are written on the device for its attention and checked (id_lists).
+const std::set<std::string> kOnBackend = {"snapkv",     "chunkkv", "quest", "ctkvr",
+                                          "sentencekv", "chess",   "sekv",  "streaming"};
 
 std::string tiny_trace() {
   static const std::string path = [] {
@@ -62,42 +63,42 @@ void expect_agreement(const nlohmann::json& j) {
     EXPECT_GT(c["outputs"].get<int64_t>(), 0);
     EXPECT_LE(c["max_rel_error"].get<double>(), replay::kDeviceOutputTolerance) << c.dump(2);
     EXPECT_EQ(c["selection_on_backend"].get<bool>(), kOnBackend.count(name) == 1);
-    for (const auto& s : c["steps"]) steps[name][s["step"]] = s["where"];
+    if (name == "full") EXPECT_GT(c["id_lists"].get<int64_t>(), 0);  // its ids 0..p, written on the device
+    for (const auto& s : c["steps"]) {
+      // Every step on the device, through a named optimized kernel (issue #28 item 3): no host fallback.
+      EXPECT_EQ(s["where"], "device") << s.dump();
+      EXPECT_NE(s["kernels"].get<std::string>().find("opt::"), std::string::npos) << s.dump();
+      EXPECT_GT(s["calls"].get<int64_t>(), 0);
+      steps[name][s["step"]] = s["kernels"];
+    }
   }
   std::string names;
-  for (const auto& [name, where] : steps) names += name + " ";
+  for (const auto& [name, kernels] : steps) names += name + " ";
   ASSERT_EQ(steps.size(), 9u) << names;
-  for (auto& [name, where] : steps) {
+  // Which steps each policy runs (over all its budgets: at a budget as large as the prompt a selector may
+  // keep everything without scoring).
+  const std::map<std::string, std::vector<const char*>> expected = {
+      {"full", {"gather_attention", "position_ids"}},
+      {"streaming", {"gather_attention", "position_ids"}},
+      {"snapkv", {"gather_attention", "obs_window_scores", "pool1d", "topk"}},
+      {"chunkkv", {"gather_attention", "obs_window_scores", "chunk_sum", "topk"}},
+      {"quest", {"gather_attention", "quest_page_minmax", "quest_page_bound", "quest_select_pages"}},
+      {"sentencekv", {"gather_attention", "obs_window_scores", "topk", "segment_mean", "score_gemv", "dedup"}},
+      {"chess",
+       {"gather_attention", "chess_page_vectors", "tail_mean", "group_mean", "score_gemv",
+        "chess_hierarchical_select", "chess_context_pages", "dedup"}},
+      {"ctkvr", {"gather_attention", "qcivf_build", "ctkvr_recall", "ctkvr_rerank"}},
+      // its coarse span summaries are extra entries: biased attention + merge
+      {"sekv",
+       {"gather_attention", "pca_projection", "truncated_svd", "sekv_summaries", "sekv_routing", "sekv_zoom",
+        "biased_attention", "merge_state"}},
+  };
+  for (const auto& [name, want] : expected) {
     SCOPED_TRACE(name);
-    EXPECT_EQ(where["gather_attention"], "device");
-    if (name == "snapkv" || name == "chunkkv") {
-      EXPECT_EQ(where["obs_window_scores"], "device");
-      EXPECT_EQ(where["topk"], "device");
-    }
-    if (name == "quest") {
-      EXPECT_EQ(where["quest_page_bound"], "device");
-      EXPECT_EQ(where["quest_page_minmax"], "host");  // no CUDA twin yet
-      EXPECT_EQ(where["quest_select_pages"], "host");
-    }
-    if (name == "sentencekv") {
-      for (const char* s : {"obs_window_scores", "topk", "segment_mean", "score_gemv", "dedup"})
-        EXPECT_EQ(where[s], "device") << s;
-    }
-    if (name == "chess") {
-      for (const char* s : {"score_gemv", "chess_hierarchical_select", "dedup"}) EXPECT_EQ(where[s], "device") << s;
-      for (const char* s : {"chess_page_vectors", "tail_mean", "group_mean", "chess_context_pages"})
-        EXPECT_EQ(where[s], "host") << s;  // no CUDA twins yet
-    }
-    if (name == "ctkvr") {
-      EXPECT_EQ(where["qcivf_build"], "device");
-      EXPECT_EQ(where["ctkvr_recall"], "device");
-      EXPECT_EQ(where["ctkvr_rerank"], "device");
-    }
-    if (name == "sekv") {  // its coarse span summaries are extra entries: biased attention + merge
-      EXPECT_EQ(where["biased_attention"], "device");
-      EXPECT_EQ(where["merge_state"], "device");
-    }
+    for (const char* s : want) EXPECT_EQ(steps[name].count(s), 1u) << s;
   }
+  EXPECT_NE(steps["snapkv"]["topk"].find("opt::topk"), std::string::npos);
+  EXPECT_NE(steps["full"]["gather_attention"].find("opt::paged_decode_attention"), std::string::npos);
 }
 
 }  // namespace
@@ -124,6 +125,10 @@ TEST(ReplayDevice, TableAndCsvShowTheCheck) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("device:   cuda"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("quest_page_minmax"), std::string::npos) << r.out;
+  // The per-phase kernel list: each step, where it ran and its kernels.
+  EXPECT_NE(r.out.find("kernels per policy and phase:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("quest_page_minmax [device, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("opt::quest_page_minmax (page_minmax_kernel)"), std::string::npos) << r.out;
   r = test::run_kvsim("replay '" + tiny_trace() + "' --device cuda --max-steps 2 --policy quest --format csv");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("answer_retrieved,device_selections_identical,device_max_rel_error\n"), std::string::npos)

@@ -62,7 +62,9 @@ Measurement prepare(const Case& c, double size, const Ceilings& ce, const Timer&
   m.size = size;
   for (int t = 0; t < ce.threads; ++t) m.inst.push_back(c.make(size, t, o.quick ? 0.0 : o.cold_bytes));
   Phase& ph = m.ph;
-  ph = Phase{c.phase, c.kind, ce.device == "cpu" ? Device::cpu : Device::gpu, ce.unit, {}};
+  // The name the planner would look its curve up by: the first model phase the kernel implements.
+  ph = Phase{c.model_phases.empty() ? std::string_view(c.phase) : std::string_view(c.model_phases.front()), c.kind,
+             ce.device == "cpu" ? Device::cpu : Device::gpu, ce.unit, {}};
   ph.run_bytes = m.inst[0].run_bytes;
   ph.context_tokens = m.inst[0].context_tokens;
   ph.batch = 0;
@@ -143,8 +145,15 @@ std::string calibration_yaml(const std::vector<Case>& cases, const std::vector<P
   std::set<PhaseKind> kind_wide;
   for (const Case& c : cases)
     if (c.kind_wide) kind_wide.insert(c.kind);
+  // Where some cases name the model phases they implement (the CUDA kit), only those make the per-kind
+  // constants: a simple reference twin timed beside them says nothing about the kernel a deployment runs.
+  std::set<std::string> counted;
+  const bool named = std::any_of(cases.begin(), cases.end(), [](const Case& c) { return !c.model_phases.empty(); });
+  for (const Case& c : cases)
+    if (!named || !c.model_phases.empty()) counted.insert(c.phase);
   for (const Point& p : fit)
-    if (p.kind != PhaseKind::copy && !kind_wide.count(p.kind)) by_kind[{p.kind, p.ceiling}].push_back(p.efficiency);
+    if (p.kind != PhaseKind::copy && !kind_wide.count(p.kind) && counted.count(p.phase))
+      by_kind[{p.kind, p.ceiling}].push_back(p.efficiency);
   y << "phases_measured: true   # the constants under phases: are measurements (not fallbacks; model/calibration.hpp)\n";
   y << "phases:   # measured: median fitted efficiency of the kind's kernels below, for phases no curve names\n";
   if (by_kind.empty()) y << "  {}\n";
@@ -164,23 +173,27 @@ std::string calibration_yaml(const std::vector<Case>& cases, const std::vector<P
     // One curve per ceiling that bound one of its points (normally one).
     std::set<Ceiling> ceilings;
     for (const Point* p : pts) ceilings.insert(p->ceiling);
-    for (const Ceiling cl : ceilings) {
-      y << "  - kind: " << to_string(c.kind) << "\n";
-      if (!c.kind_wide) y << "    phase: " << c.phase << "\n";
-      y << "    ceiling: " << kCeilingNames[size_t(cl)] << "\n"
-        << "    x: " << kCurveVariableNames[size_t(c.x)] << "\n"
-        << "    source: \"measured: " << c.kernels << "; median of timed runs per point\"\n"
-        << "    points: [";
-      double prev_x = 0;
-      bool first = true;
-      for (const Point* p : pts) {
-        if (p->ceiling != cl || !(p->x > prev_x)) continue;
-        y << (first ? "" : ", ") << "[" << fmt(p->x, 12) << ", " << fmt(p->efficiency) << "]";
-        prev_x = p->x;
-        first = false;
+    // The names the curve is written under: the model phases the kernel implements, else its own.
+    std::vector<std::string> keys = c.model_phases;
+    if (keys.empty()) keys.push_back(c.kind_wide ? std::string() : c.phase);
+    for (const std::string& key : keys)
+      for (const Ceiling cl : ceilings) {
+        y << "  - kind: " << to_string(c.kind) << "\n";
+        if (!key.empty()) y << "    phase: " << key << "\n";
+        y << "    ceiling: " << kCeilingNames[size_t(cl)] << "\n"
+          << "    x: " << kCurveVariableNames[size_t(c.x)] << "\n"
+          << "    source: \"measured: " << c.kernels << (c.model_phases.empty() ? "" : " (case " + c.phase + ")") << "; median of timed runs per point\"\n"
+          << "    points: [";
+        double prev_x = 0;
+        bool first = true;
+        for (const Point* p : pts) {
+          if (p->ceiling != cl || !(p->x > prev_x)) continue;
+          y << (first ? "" : ", ") << "[" << fmt(p->x, 12) << ", " << fmt(p->efficiency) << "]";
+          prev_x = p->x;
+          first = false;
+        }
+        y << "]\n";
       }
-      y << "]\n";
-    }
   }
   return y.str();
 }

@@ -48,7 +48,12 @@ struct Case {
   // Builds one instance at size s for thread `thread`; `cold_bytes` is how many bytes of inputs to
   // cycle through (0 = one copy).
   std::function<Instance(double s, int thread, double cold_bytes)> make;
-  // The x value of an instance (for bytes: the phase's bytes on the bound ceiling, filled in later).
+  // The model phases this kernel implements (policies' phase names, all of this case's kind): the
+  // calibration writes one curve per name, the exact keys `kvsim plan` looks curves up by. Empty: one
+  // curve under `phase` (a host case's phase is already the model's name).
+  std::vector<std::string> model_phases = {};
+  // A size small enough to run through the CUDA emulator (its plumbing test); 0 = `quick`.
+  double emu_size = 0;
 };
 
 // The ceilings of the machine the kernels run on.
@@ -126,8 +131,11 @@ struct HostCeilingsMeasured {
 HostCeilingsMeasured measure_host_ceilings(int threads, const Timer& timer, const Options& o);
 // The simple CUDA kernels (empty without CUDA built in) and the CUDA-event timer (one instance).
 std::vector<Case> cuda_cases();
-// The optimized CUDA kernels' cases (cuda_optimized_cases.cpp); cuda_cases() includes them.
+// The optimized CUDA kernels' cases (cuda_optimized_cases.inc); cuda_cases() includes them.
 std::vector<Case> cuda_optimized_cases();
+// The same cases over the emulator's launchers (every build): the kernels run on the CPU, so only a
+// fake clock can time them (tests) — what `make gpu-validate` runs is tested here before any GPU.
+std::vector<Case> emulated_cuda_cases();
 Timer cuda_timer();
 
 // Runs the cases, fits, writes and reloads the calibration, and evaluates it. `uncalibrated` is the

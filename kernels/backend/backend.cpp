@@ -28,11 +28,19 @@ const char* step_name(Step s) {
     case Step::pca_projection: return "pca_projection";
     case Step::truncated_svd: return "truncated_svd";
     case Step::score_gemm: return "score_gemm";
+    case Step::position_ids: return "position_ids";
+    case Step::sekv_summaries: return "sekv_summaries";
+    case Step::sekv_routing: return "sekv_routing";
+    case Step::sekv_zoom: return "sekv_zoom";
   }
   return "?";
 }
 
 const char* where_name(Where w) { return w == Where::device ? "device" : "host"; }
+
+std::string Backend::kernels(Step s) const {
+  return (where(s) == Where::device ? "" : "kvsim::ref::") + std::string(step_name(s));
+}
 
 void StepLog::record(Step s, Where w) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,14 +1,13 @@
 // A kernel backend: the selection and attention kernels that trace replay runs, behind one interface, so
-// a policy's selector is written once and runs either on the host reference kernels (kvsim::ref) or on
-// their CUDA twins (kvsim::ref::cuda on a GPU, kvsim::ref::cuda_emu on the CPU through the emulator).
-// `kvsim replay --device cuda` (docs/replay.md) compares the two.
+// a policy's selector is written once and runs either on the host kernels (kvsim::ref, kvsim::host) or on
+// the optimized CUDA kernels (kernels/optimized/: kvsim::opt::cuda on a GPU, kvsim::opt::cuda_emu on the
+// CPU through the emulator). `kvsim replay --device cuda` (docs/replay.md) compares the two.
 //
 // Every call takes one parameter struct (FlashInfer's Params style: named fields instead of a long list
 // of raw pointers, which is where argument-order mistakes hide) holding HOST pointers; a device backend
-// uploads, launches and downloads, so the selectors never see device memory. Steps whose kernel has no
-// CUDA twin (kernels/reference/README.md lists them) run on the host in every backend, and each backend
-// keeps a log of which steps it ran where, so the replay report can say so instead of implying more
-// than ran on the device.
+// uploads, launches and downloads, so the selectors never see device memory. Every step of the CUDA
+// backend runs on the device; each backend keeps a log of which steps it ran where, how often and
+// through which kernels (kernels()), so the replay report says exactly what ran instead of implying it.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -27,9 +26,9 @@ enum class Step {
   pool1d,            // pool1d
   chunk_sum,         // chunk_sum
   topk,              // topk
-  page_minmax,       // quest_page_minmax (no CUDA twin)
+  page_minmax,       // quest_page_minmax
   page_bound,        // quest_page_bound
-  page_select,       // quest_select_pages (no CUDA twin)
+  page_select,       // quest_select_pages
   gather_attention,  // gqa_gather_attention
   biased_attention,  // biased_attention
   merge_state,       // merge_state
@@ -40,13 +39,17 @@ enum class Step {
   segment_mean,      // segment_mean
   dedup,             // dedup
   chess_select,      // chess_hierarchical_select (the regular hierarchy)
-  page_vectors,      // chess_page_vectors (no CUDA twin)
-  tail_mean,         // tail_mean (no CUDA twin)
-  group_mean,        // group_mean (no CUDA twin)
-  context_pages,     // chess_context_pages (no CUDA twin)
-  pca_projection,    // pca_projection (SEKV's routing projection; no CUDA twin)
-  truncated_svd,     // truncated_svd (SEKV's span factors; no CUDA twin)
+  page_vectors,      // chess_page_vectors
+  tail_mean,         // tail_mean
+  group_mean,        // group_mean
+  context_pages,     // chess_context_pages
+  pca_projection,    // pca_projection (SEKV's routing projection)
+  truncated_svd,     // truncated_svd (SEKV's span factors)
   score_gemm,        // score_gemm, dot (many query rows against the same keys)
+  position_ids,      // the token ids a position rule keeps (StreamingLLM's sinks + window; full's 0..p)
+  sekv_summaries,    // SEKV's span means k-bar, v-bar (eq. 2) and routing summaries (eq. 3)
+  sekv_routing,      // SEKV's query projection q·W and routing gate (eq. 4-5), max over the GQA group
+  sekv_zoom,         // SEKV's zoom: threshold, then spans by decreasing gate until the budget is full
 };
 const char* step_name(Step s);
 
@@ -221,6 +224,42 @@ struct ContextPagesParams {  // ref::chess_context_pages
   int64_t count = 0, num_pages = 0, sink_pages = 0, window_pages = 0;
 };
 
+struct PositionIdsParams {  // ids [0, min(sinks, n)) then [max(that, n - window), n), ascending
+  int64_t n = 0, sinks = 0, window = 0;
+};
+struct SekvSummaryParams {  // per span: k-bar, v-bar = the weighted means of its rows (ref::segment_weighted_mean),
+                            // summary = normalize(k-bar · W)
+  const float *keys = nullptr, *values = nullptr;  // [n, d]
+  int64_t n = 0;
+  int d = 0;
+  const float* weights = nullptr;  // [n] per-token weights (surprisal), or null: uniform
+  const int32_t *span_begin = nullptr, *span_end = nullptr;  // [spans], tokens [begin, end), end <= n
+  int64_t spans = 0;
+  const float* W = nullptr;  // [d, d_proj]
+  int d_proj = 0;
+  float *kbar = nullptr, *vbar = nullptr, *summaries = nullptr;  // [spans, d], [spans, d], [spans, d_proj]
+};
+struct SekvRoutingParams {  // best[s] = max over the rows of sekv_route((q_r·W)·summary_s, |S_s|), from -1
+  const float* queries = nullptr;  // [rows, d]: the query heads of one GQA group
+  int rows = 0, d = 0;
+  const float* W = nullptr;  // [d, d_proj]
+  int d_proj = 0;
+  const float* summaries = nullptr;  // [spans, d_proj]
+  const int32_t* span_len = nullptr;  // [spans]
+  int64_t spans = 0;
+  float* best = nullptr;  // [spans]
+};
+struct SekvZoomParams {  // spans with span_end - 1 <= position and gate > threshold, by decreasing gate (ties
+                         // by the lower span), taken while their tokens fit in room (+1e-9); the first misfit stops
+  const float* gate = nullptr;       // [spans]
+  const int32_t* span_len = nullptr;  // [spans]
+  const int32_t* span_end = nullptr;  // [spans]
+  int64_t spans = 0, position = 0;
+  double threshold = 0;  // compared in double, as gate > tau is on the host
+  double room = 0;
+  double* used = nullptr;  // out: the zoomed spans' tokens
+};
+
 struct PcaParams {  // ref::pca_projection: W[d, d_proj] row-major
   const float* keys = nullptr;  // [n, d]
   int64_t n = 0;
@@ -257,6 +296,10 @@ class Backend {
   // "host", "cuda (emulated on the CPU)" or "cuda (<device name>)".
   virtual std::string name() const = 0;
   virtual Where where(Step s) const = 0;
+  // The kernel functions a step runs on this backend, in launch order ("opt::topk (...)", ...): what the
+  // replay report lists per policy and phase next to the step log (a backend's kernels per step are fixed,
+  // so the log need not copy them per call). The host backends name their kvsim::ref / kvsim::host calls.
+  virtual std::string kernels(Step s) const;
   // Whether timings from this backend say anything about a GPU (false on the host and the emulator).
   virtual bool timing_meaningful() const { return false; }
   // A backend of the same kind with its own empty step log, sharing what it keeps resident: one per
@@ -299,6 +342,13 @@ class Backend {
   std::vector<float> pca_projection(const PcaParams& p) const { return log(Step::pca_projection), do_pca_projection(p); }
   ref::LowRankFactors truncated_svd(const SvdParams& p) const { return log(Step::truncated_svd), do_truncated_svd(p); }
 
+  std::vector<int32_t> position_ids(const PositionIdsParams& p) const {
+    return log(Step::position_ids), do_position_ids(p);
+  }
+  void sekv_summaries(const SekvSummaryParams& p) const { log(Step::sekv_summaries), do_sekv_summaries(p); }
+  void sekv_routing(const SekvRoutingParams& p) const { log(Step::sekv_routing), do_sekv_routing(p); }
+  std::vector<int32_t> sekv_zoom(const SekvZoomParams& p) const { return log(Step::sekv_zoom), do_sekv_zoom(p); }
+
   const StepLog& steps() const { return *log_; }
 
  protected:
@@ -326,6 +376,10 @@ class Backend {
   virtual std::vector<int32_t> do_chess_context_pages(const ContextPagesParams& p) const = 0;
   virtual std::vector<float> do_pca_projection(const PcaParams& p) const = 0;
   virtual ref::LowRankFactors do_truncated_svd(const SvdParams& p) const = 0;
+  virtual std::vector<int32_t> do_position_ids(const PositionIdsParams& p) const = 0;
+  virtual void do_sekv_summaries(const SekvSummaryParams& p) const = 0;
+  virtual void do_sekv_routing(const SekvRoutingParams& p) const = 0;
+  virtual std::vector<int32_t> do_sekv_zoom(const SekvZoomParams& p) const = 0;
 
  private:
   void log(Step s) const { log_->record(s, where(s)); }
@@ -346,8 +400,9 @@ const Backend& host_optimized_backend();
 // "reference" or "optimized" -> the backend above; anything else throws std::invalid_argument.
 const Backend& host_backend_named(const std::string& kernels);
 
-// The CUDA twins: on a GPU when nvcc built the kernels and a device is present, else on the CPU through
-// the emulator. `why` (when not null) says why the emulator was chosen. Never null.
+// The optimized CUDA kernels (kernels/optimized/) for every step: on a GPU when nvcc built the kernels
+// and a device is present, else on the CPU through the emulator. `why` (when not null) says why the
+// emulator was chosen. Never null.
 std::unique_ptr<Backend> make_cuda_backend(std::string* why = nullptr);
 
 }  // namespace kvsim::kernels

@@ -1,12 +1,16 @@
-// make_cuda_backend: the CUDA twins on a GPU where nvcc built them and a device is present, else the same
+// make_cuda_backend: the optimized CUDA kernels (kernels/optimized/) on a GPU where nvcc built them and a device is present, else the same
 // sources on the CPU through the emulator (kernels/README.md). Both backends are cuda_backend.inc.
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <map>
 #include <mutex>
 
 #include "kernels/backend/backend.hpp"
 #include "kernels/cuda_device.hpp"
+#include "kernels/optimized/cuda.hpp"
 #include "kernels/reference/cuda.hpp"
+#include "kernels/reference/lowrank.hpp"
 
 #define KVSIM_BACKEND_LAUNCHERS cuda_emu
 #include "kernels/backend/cuda_backend.inc"

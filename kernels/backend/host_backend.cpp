@@ -2,6 +2,8 @@
 // made before the backend existed.
 #include "kernels/backend/host_backend.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <span>
 #include <stdexcept>
 
@@ -90,6 +92,66 @@ return ref::pca_projection(p.keys, p.n, p.d, p.d_proj);
 }
 ref::LowRankFactors HostBackend::do_truncated_svd(const SvdParams& p) const {
 return ref::truncated_svd(p.X, p.n, p.d, p.energy_fraction, p.r_max);
+}
+
+std::vector<int32_t> HostBackend::do_position_ids(const PositionIdsParams& p) const {
+  const int64_t sink_end = std::clamp<int64_t>(p.sinks, 0, std::max<int64_t>(p.n, 0));
+  const int64_t recent_begin = std::max(sink_end, p.n - std::max<int64_t>(p.window, 0));
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < sink_end; ++i) ids.push_back(int32_t(i));
+  for (int64_t i = recent_begin; i < p.n; ++i) ids.push_back(int32_t(i));
+  return ids;
+}
+void HostBackend::do_sekv_summaries(const SekvSummaryParams& p) const {
+  const int32_t zero[1] = {0};
+  std::vector<float> ones;
+  for (int64_t i = 0; i < p.spans; ++i) {
+    const int64_t b = p.span_begin[i], n = p.span_end[i] - b;
+    const float* wts = p.weights ? p.weights + b : (ones.assign(size_t(n), 1.f), ones.data());
+    // eq. 2: w_t = H_t / sum H_k; k-bar = sum w_t K_t, v-bar likewise.
+    ref::segment_weighted_mean(p.keys + b * p.d, wts, n, p.d, zero, p.kbar + i * p.d);
+    ref::segment_weighted_mean(p.values + b * p.d, wts, n, p.d, zero, p.vbar + i * p.d);
+    // eq. 3: W (sum w_t K_t), normalized (W linear, weights sum to 1). In double, then rounded once.
+    float* su = p.summaries + i * p.d_proj;
+    const float* kb = p.kbar + i * p.d;
+    double nn = 0;
+    for (int j = 0; j < p.d_proj; ++j) {
+      double a = 0;
+      for (int c = 0; c < p.d; ++c) a += double(kb[c]) * p.W[size_t(c) * p.d_proj + j];
+      su[j] = float(a);
+      nn += a * a;
+    }
+    if (nn > 0)
+      for (int j = 0; j < p.d_proj; ++j) su[j] = float(su[j] / std::sqrt(nn));
+  }
+}
+void HostBackend::do_sekv_routing(const SekvRoutingParams& p) const {
+  std::vector<float> qp(size_t(p.d_proj)), a(size_t(p.spans));
+  std::fill_n(p.best, p.spans, -1.f);
+  for (int r = 0; r < p.rows; ++r) {
+    const float* q = p.queries + size_t(r) * p.d;
+    for (int j = 0; j < p.d_proj; ++j) {  // eq. 4: q' = q·W, in double, rounded once
+      double acc = 0;
+      for (int c = 0; c < p.d; ++c) acc += double(q[c]) * p.W[size_t(c) * p.d_proj + j];
+      qp[size_t(j)] = float(acc);
+    }
+    if (p.spans) ref::sekv_routing_scores(qp.data(), p.summaries, p.spans, p.d_proj, p.span_len, a.data());
+    for (int64_t i = 0; i < p.spans; ++i) p.best[i] = std::max(p.best[i], a[size_t(i)]);
+  }
+}
+std::vector<int32_t> HostBackend::do_sekv_zoom(const SekvZoomParams& p) const {
+  std::vector<int32_t> cand, zoomed;
+  for (int64_t i = 0; i < p.spans; ++i)
+    if (p.span_end[i] - 1 <= p.position && p.gate[i] > p.threshold) cand.push_back(int32_t(i));
+  std::stable_sort(cand.begin(), cand.end(), [&](int32_t x, int32_t y) { return p.gate[x] > p.gate[y]; });
+  double used = 0;
+  for (int32_t i : cand) {
+    if (used + p.span_len[i] > p.room + 1e-9) break;
+    used += p.span_len[i];
+    zoomed.push_back(i);
+  }
+  if (p.used) *p.used = used;
+  return zoomed;
 }
 
 std::unique_ptr<Backend> make_host_backend() { return std::make_unique<HostBackend>(); }

@@ -38,6 +38,10 @@ class HostBackend : public Backend {
   std::vector<int32_t> do_chess_context_pages(const ContextPagesParams& p) const override;
   std::vector<float> do_pca_projection(const PcaParams& p) const override;
   ref::LowRankFactors do_truncated_svd(const SvdParams& p) const override;
+  std::vector<int32_t> do_position_ids(const PositionIdsParams& p) const override;
+  void do_sekv_summaries(const SekvSummaryParams& p) const override;
+  void do_sekv_routing(const SekvRoutingParams& p) const override;
+  std::vector<int32_t> do_sekv_zoom(const SekvZoomParams& p) const override;
 };
 
 class HostOptimizedBackend final : public HostBackend {
@@ -45,6 +49,7 @@ class HostOptimizedBackend final : public HostBackend {
   HostOptimizedBackend();
   ~HostOptimizedBackend() override;
   std::string name() const override { return "host (optimized)"; }
+  std::string kernels(Step s) const override;
   std::unique_ptr<Backend> fork() const override { return std::make_unique<HostOptimizedBackend>(); }
 
  protected:

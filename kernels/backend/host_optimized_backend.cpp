@@ -135,6 +135,26 @@ ref::LowRankFactors HostOptimizedBackend::do_truncated_svd(const SvdParams& p) c
   return host::truncated_svd(p.X, p.n, p.d, p.energy_fraction, p.r_max);
 }
 
+std::string HostOptimizedBackend::kernels(Step s) const {
+  switch (s) {  // the steps overridden above: kvsim::host (quest_select_pages and ctkvr_recall compose it)
+    case Step::window_scores:
+    case Step::topk:
+    case Step::page_bound:
+    case Step::page_select:
+    case Step::gather_attention:
+    case Step::biased_attention:
+    case Step::qcivf_build:
+    case Step::ctkvr_recall:
+    case Step::dedup:
+    case Step::ctkvr_rerank:
+    case Step::score_gemm:
+    case Step::pca_projection:
+    case Step::truncated_svd: return "kvsim::host::" + std::string(step_name(s));
+    case Step::score_gemv: return "kvsim::host::exact_dots (dot), kvsim::ref::score_gemv (cosine)";
+    default: return HostBackend::kernels(s);
+  }
+}
+
 std::unique_ptr<Backend> make_host_optimized_backend() { return std::make_unique<HostOptimizedBackend>(); }
 
 const Backend& host_optimized_backend() {

@@ -384,7 +384,7 @@ void reset() {
   st.findings = 0;
   st.finished_blocks.clear();
   st.instruction_array.clear();
-  st.traffic.clear();
+  st.traffic.reset();
   st.block_serial = 0;
 }
 
@@ -487,6 +487,7 @@ std::string launch_end(LaunchCounts* counts) {
   if (!st_ptr || !st.in_launch) return {};
   end_block();
   if (counts) {
+    if (st.counting) st.traffic.finish_launch(st.traffic_counts);
     const LaunchCounts& t = st.traffic_counts;
     counts->load_instructions = t.load_instructions, counts->store_instructions = t.store_instructions;
     counts->atomic_instructions = t.atomic_instructions;
@@ -494,6 +495,7 @@ std::string launch_end(LaunchCounts* counts) {
     counts->atomic_sectors = t.atomic_sectors;
     counts->load_useful_bytes = t.load_useful_bytes, counts->store_useful_bytes = t.store_useful_bytes;
     counts->atomic_useful_bytes = t.atomic_useful_bytes;
+    counts->unique_sectors = t.unique_sectors;
   }
   if (st.findings == 0) {
     reset();

@@ -19,6 +19,9 @@ uint64_t Counts::useful_bytes() const {
 CountScope::CountScope() : outer_(innermost) { innermost = this; }
 CountScope::~CountScope() { innermost = outer_; }
 
+CountPause::CountPause() : saved_(innermost) { innermost = nullptr; }
+CountPause::~CountPause() { innermost = saved_; }
+
 bool CountSink::active() { return innermost != nullptr; }
 void CountSink::launch(const LaunchCounts& c) {
   for (CountScope* s = innermost; s; s = s->outer_) s->counts_.launches.push_back(c);

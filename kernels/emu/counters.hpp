@@ -27,6 +27,13 @@ struct LaunchCounts {
   uint64_t load_sectors = 0, store_sectors = 0, atomic_sectors = 0;
   uint64_t load_useful_bytes = 0, store_useful_bytes = 0, atomic_useful_bytes = 0;
 
+  // Distinct 32-byte sectors the whole launch read, plus those it wrote (each counted once however often
+  // it is read, or written; a sector both read and written counts twice, an atomic's in both): its DRAM
+  // traffic if L2 holds the launch's working set — what the phase model's bytes stand for. The per-instruction sectors above are L1 requests; repeated reads of a small input (a
+  // query, a radix select's passes over one row) count there every time.
+  uint64_t unique_sectors = 0;
+  uint64_t unique_bytes() const { return 32 * unique_sectors; }
+
   uint64_t sectors() const { return load_sectors + store_sectors + atomic_sectors; }
   uint64_t sector_bytes() const { return 32 * sectors(); }
   uint64_t useful_bytes() const { return load_useful_bytes + store_useful_bytes + atomic_useful_bytes; }
@@ -59,8 +66,22 @@ class CountScope {
 
  private:
   friend struct CountSink;
+  friend class CountPause;
   Counts counts_;
   CountScope* outer_ = nullptr;
+};
+
+// RAII: while alive, nothing on this thread is counted (setting up a kernel's inputs inside a scope that
+// should count only the kernel: uploads are copies and host synchronizations of their own).
+class CountPause {
+ public:
+  CountPause();
+  ~CountPause();
+  CountPause(const CountPause&) = delete;
+  CountPause& operator=(const CountPause&) = delete;
+
+ private:
+  CountScope* saved_;
 };
 
 // ---- called by the emulator itself ----

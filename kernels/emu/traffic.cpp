@@ -8,10 +8,20 @@ namespace kvsim::emu {
 
 void TrafficCounter::record(unsigned thread, uint32_t instruction, TrafficKind kind, uintptr_t addr, size_t bytes) {
   if (bytes == 0) return;
+  if (thread >= last_.size()) last_.resize(thread + 1);
+  Last& l = last_[thread];
+  // The continuation of this lane's previous access: same source location and kind, the next bytes, all
+  // inside one aligned 16-byte window (the widest access one GPU thread issues).
+  if (l.in && l.instruction == instruction && l.kind == kind && addr == l.hi && l.lo / 16 == (addr + bytes - 1) / 16) {
+    l.hi = addr + bytes;
+    l.in->ranges[l.range].second = l.hi;
+    return;
+  }
   const uint32_t instance = executions_[uint64_t(thread) << 32 | instruction]++;
   Instruction& in = instructions_[Key{thread / 32, instruction, instance}];
   in.kind = kind;
   in.ranges.emplace_back(addr, addr + bytes);
+  l = Last{instruction, kind, addr, addr + bytes, &in, in.ranges.size() - 1};
 }
 
 void TrafficCounter::flush(LaunchCounts& c) {
@@ -25,6 +35,10 @@ void TrafficCounter::flush(LaunchCounts& c) {
       useful += hi - lo;
       const uintptr_t first = lo / 32, last = (hi - 1) / 32;
       sectors += last - first + 1 - (first == last_sector ? 1 : 0);
+      for (uintptr_t x = first == last_sector ? first + 1 : first; x <= last; ++x) {
+        if (in.kind != TrafficKind::store) launch_read_.push_back(x);
+        if (in.kind != TrafficKind::load) launch_written_.push_back(x);
+      }
       last_sector = last;
     };
     for (size_t i = 1; i < r.size(); ++i) {
@@ -47,9 +61,19 @@ void TrafficCounter::flush(LaunchCounts& c) {
   clear();
 }
 
+void TrafficCounter::finish_launch(LaunchCounts& c) {
+  // A sector read and written (an update in place) crosses the DRAM bus twice; one read many times, once.
+  for (auto* v : {&launch_read_, &launch_written_}) {
+    std::sort(v->begin(), v->end());
+    c.unique_sectors += uint64_t(std::unique(v->begin(), v->end()) - v->begin());
+    v->clear();
+  }
+}
+
 void TrafficCounter::clear() {
   executions_.clear();
   instructions_.clear();
+  last_.clear();
 }
 
 }  // namespace kvsim::emu

@@ -5,8 +5,13 @@
 // (kernels/emu/checker.cpp) feeds it each global access of a kernel while a CountScope is alive
 // (kernels/emu/counters.hpp) and flushes it at the end of every block, when every lane is done.
 //
-// Instructions are the host compiler's: a loop g++ vectorizes within one emulated thread is one wider
-// access per lane here, where the GPU build may issue several narrower ones.
+// Instructions are the host compiler's, so two corrections bring them back to the kernel's: the wrappers
+// are compiled without scalar replacement of aggregates (a float4 load stays one 16-byte access), and a
+// lane's back-to-back accesses at one source location that continue each other inside one naturally
+// aligned 16-byte window are one access — a vector store g++ writes field by field (float4{...}), or a
+// few consecutive scalars of one lane, which a GPU's L1 serves from the same sector fetch. A loop g++
+// vectorizes within one emulated thread is one wider access per lane here, where the GPU build may issue
+// several narrower ones.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +29,10 @@ class TrafficCounter {
   void record(unsigned thread, uint32_t instruction, TrafficKind kind, uintptr_t addr, size_t bytes);
   // Adds the block's warp-level instructions to `c` and forgets them.
   void flush(LaunchCounts& c);
-  void clear();
+  // At the end of a launch: the distinct sectors of all its blocks into c.unique_sectors; forgets them.
+  void finish_launch(LaunchCounts& c);
+  void clear();  // the block's state (not the launch's sectors)
+  void reset() { clear(), launch_read_.clear(), launch_written_.clear(); }
 
  private:
   struct Key {
@@ -40,8 +48,19 @@ class TrafficCounter {
     TrafficKind kind = TrafficKind::load;
     std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [lo, hi) per lane access
   };
+  // A lane's last access, which the next one may continue (see above).
+  struct Last {
+    uint32_t instruction = UINT32_MAX;
+    TrafficKind kind = TrafficKind::load;
+    uintptr_t lo = 0, hi = 0;
+    Instruction* in = nullptr;  // the warp-level instruction it joined (stable: node-based map)
+    size_t range = 0;           // its index there
+  };
   std::unordered_map<uint64_t, uint32_t> executions_;  // (thread, instruction) -> times executed so far
   std::unordered_map<Key, Instruction, KeyHash> instructions_;
+  std::vector<Last> last_;  // per thread of the block
+  // Every sector the launch's blocks read and wrote so far, with repeats (an atomic both reads and writes).
+  std::vector<uint64_t> launch_read_, launch_written_;
 };
 
 }  // namespace kvsim::emu

@@ -36,3 +36,45 @@ int64_t centroid_recall(const CentroidRecallParams& p);
 ::kvsim::ref::KVSIM_CUDA_LAUNCHERS_NS::LevelCounts chess_select(const ChessSelectParams& p);
 
 }  // namespace kvsim::opt::KVSIM_CUDA_LAUNCHERS_NS
+
+// ---- The kernels that complete `kvsim replay --device cuda` (replay_params.hpp; issue #28 item 3) ----
+#include "kernels/optimized/replay_params.hpp"
+
+namespace kvsim::opt::KVSIM_CUDA_LAUNCHERS_NS {
+
+// dedup.cu: one past the largest id of p.ids (0 when n = 0), found on the device; throws on a negative id.
+int64_t dedup_id_bound(const DedupParams& p);
+// dedup.cu: the sorted unique ids of p.ids and the ranges into p.out through a bitmap; returns the count.
+int64_t dedup(const DedupParams& p);
+// position_ids.cu: returns the count written.
+int64_t position_ids(const PositionIdsParams& p);
+// exact_scores.cu: one thread per score, the reference's sequential dot (selections stay identical).
+void exact_scores(const ExactScoreParams& p);
+// means.cu
+void segment_mean(const SegmentMeanParams& p);
+void page_mean(const PageMeanParams& p);
+// window_scores.cu
+void obs_window_scores(const WindowScoreParams& p);
+void pool1d(const float* in, int64_t n, int kernel, bool is_max, float* out);
+void chunk_sum(const float* scores, int64_t n, int chunk, float* out);
+// quest_pages.cu
+void quest_page_minmax(const PageMinmaxParams& p);
+void quest_page_bound(const PageBoundParams& p);
+int64_t quest_select_pages(const PageSelectParams& p);  // returns the count
+// chess_levels.cu
+::kvsim::ref::KVSIM_CUDA_LAUNCHERS_NS::LevelCounts chess_levels(const ChessLevelsParams& p);
+// entry_attention.cu
+void biased_attention(const BiasedAttentionParams& p);
+void merge_state(const MergeStateParams& p);
+// ctkvr_build.cu
+int qcivf_build(const QcivfBuildParams& p);        // returns min(rho, n)
+int64_t ctkvr_rerank(const RerankParams& p);        // returns min(rho_prime, m)
+// sekv.cu
+void pca_projection(const PcaParams& p);
+void span_summaries(const SpanSummaryParams& p);
+void sekv_routing(const RoutingParams& p);
+int64_t sekv_zoom(const ZoomParams& p);  // returns the zoomed count
+// span_svd.cu
+void span_svd(const SpanSvdParams& p);
+
+}  // namespace kvsim::opt::KVSIM_CUDA_LAUNCHERS_NS

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "model/policy.hpp"
+#include "policies/phase_kernels.hpp"
 #include "traces/select/selector.hpp"
 
 namespace kvsim::policies::ctkvr {
@@ -15,5 +16,8 @@ const Policy& cost_model();
 std::unique_ptr<replay::TraceSelector> make_selector(const ParamValues& p);
 // Sets the knobs in `v` for a budget of `budget` tokens on a `prompt`-token prompt (budget.cpp).
 bool set_budget(ParamValues& v, int64_t prompt, int64_t budget);
+
+// The CUDA kernels that implement its GPU phases (kernels.cpp; `kvsim validate --device emu`).
+PhaseKernelLinks phase_kernels();
 
 }  // namespace kvsim::policies::ctkvr

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "model/policy.hpp"
+#include "policies/phase_kernels.hpp"
 #include "traces/select/selector.hpp"
 
 namespace kvsim::policies::full {
@@ -12,5 +13,8 @@ namespace kvsim::policies::full {
 const Policy& cost_model();
 std::unique_ptr<replay::TraceSelector> make_selector(const ParamValues& p);
 // No set_budget: full attention has no budget axis (its registry line says so).
+
+// The CUDA kernels that implement its GPU phases (kernels.cpp; `kvsim validate --device emu`).
+PhaseKernelLinks phase_kernels();
 
 }  // namespace kvsim::policies::full

@@ -90,6 +90,12 @@ void SekvSelector::segment(const std::vector<float>& sur) {
   for (int64_t t = std::max<int64_t>(0, comp_end); t < P_; ++t) full_.push_back(int32_t(t));
   std::sort(full_.begin(), full_.end());
   local_tokens_ = P_ - std::max<int64_t>(0, comp_end);
+  span_begin_.clear(), span_end_.clear(), span_len_.clear();
+  for (const Span& sp : spans_) {
+    span_begin_.push_back(sp.begin);
+    span_end_.push_back(sp.end);
+    span_len_.push_back(sp.len());
+  }
 }
 
 // One (layer, KV head) pair's representations (§3.2): routing projection, per span the summary, the
@@ -99,7 +105,6 @@ void SekvSelector::build_head(const TraceData& tr, int pair, const std::vector<f
   const size_t ms = spans_.size();
   const int l = pair / kv_heads_, h = pair % kv_heads_;
   HeadState& hs = heads_[size_t(pair)];
-  std::vector<float> ones;
   const float* K = tr.k(l, h);
   const float* V = tr.v(l, h);
   hs.W = kernels().pca_projection({.keys = K, .n = P_, .d = d_, .d_proj = dp_});
@@ -108,32 +113,14 @@ void SekvSelector::build_head(const TraceData& tr, int pair, const std::vector<f
   hs.vbar.assign(ms * d_, 0.f);
   hs.fk.resize(ms);
   hs.fv.resize(ms);
-  const int32_t zero[1] = {0};
+  // eq. 2-3: the surprisal-weighted means k-bar, v-bar of every span and its normalized summary W·k-bar.
+  kernels().sekv_summaries({.keys = K, .values = V, .n = P_, .d = d_,
+                            .weights = no_surprisal_ ? nullptr : sur.data(), .span_begin = span_begin_.data(),
+                            .span_end = span_end_.data(), .spans = int64_t(ms), .W = hs.W.data(), .d_proj = dp_,
+                            .kbar = hs.kbar.data(), .vbar = hs.vbar.data(), .summaries = hs.summaries.data()});
   for (size_t i = 0; i < ms; ++i) {
     const Span sp = spans_[i];
     const int64_t n = sp.len();
-    const float* wts;
-    if (no_surprisal_) {
-      ones.assign(size_t(n), 1.f);
-      wts = ones.data();
-    } else {
-      wts = sur.data() + sp.begin;
-    }
-    // eq. 2: w_t = H_t / sum H_k; k-bar = sum w_t K_t, v-bar likewise.
-    ref::segment_weighted_mean(K + int64_t(sp.begin) * d_, wts, n, d_, zero, hs.kbar.data() + i * d_);
-    ref::segment_weighted_mean(V + int64_t(sp.begin) * d_, wts, n, d_, zero, hs.vbar.data() + i * d_);
-    // eq. 3: W (sum w_t K_t), normalized (W linear, weights sum to 1).
-    float* su = hs.summaries.data() + i * dp_;
-    const float* kb = hs.kbar.data() + i * d_;
-    double nn = 0;
-    for (int j = 0; j < dp_; ++j) {
-      double a = 0;
-      for (int c = 0; c < d_; ++c) a += double(kb[c]) * hs.W[size_t(c) * dp_ + j];
-      su[j] = float(a);
-      nn += a * a;
-    }
-    if (nn > 0)
-      for (int j = 0; j < dp_; ++j) su[j] = float(su[j] / std::sqrt(nn));
     // eq. 6-8 with the energy rule as the rank gates' stand-in.
     hs.fk[i] = kernels().truncated_svd({.X = K + int64_t(sp.begin) * d_, .n = n, .d = d_,
                                         .energy_fraction = o_.energy_fraction, .r_max = rmax});
@@ -199,40 +186,26 @@ void SekvSelector::select(const TraceData& tr, int64_t s, std::vector<HeadSelect
   const size_t ms = spans_.size();
   int64_t comp_tokens = 0;
   for (const Span& sp : spans_) comp_tokens += sp.len();
-  std::vector<float> qp(static_cast<size_t>(dp_)), a(ms), best(ms);
-  std::vector<int32_t> len(ms);
-  for (size_t i = 0; i < ms; ++i) len[i] = spans_[i].len();
+  std::vector<float> best(ms), Qg;
   for (int l = 0; l < layers_; ++l)
     for (int h = 0; h < kv_heads_; ++h) {
       HeadState& hs = heads_[size_t(l) * kv_heads_ + h];
       HeadSelection& sel = out[size_t(l) * kv_heads_ + h];
       std::vector<int32_t>& zoomed = last_zoomed_[size_t(l) * kv_heads_ + h];
-      zoomed.clear();
       // Route (eq. 4-5) per query head of the group; the group shares one KV head's selection, so a
       // span's score is the max over the group (any head that wants it gets it).
-      std::fill(best.begin(), best.end(), -1.f);
-      for (int qh : tr.group_of[size_t(h)]) {
-        const float* q = tr.q(l, qh, s);
-        for (int j = 0; j < dp_; ++j) {
-          double acc = 0;
-          for (int c = 0; c < d_; ++c) acc += double(q[c]) * hs.W[size_t(c) * dp_ + j];
-          qp[size_t(j)] = float(acc);
-        }
-        if (ms) ref::sekv_routing_scores(qp.data(), hs.summaries.data(), int64_t(ms), dp_, len.data(), a.data());
-        for (size_t i = 0; i < ms; ++i) best[i] = std::max(best[i], a[i]);
-      }
+      const auto& grp = tr.group_of[size_t(h)];
+      Qg.resize(grp.size() * size_t(d_));
+      for (size_t j = 0; j < grp.size(); ++j) std::copy_n(tr.q(l, grp[j], s), d_, Qg.data() + j * size_t(d_));
+      kernels().sekv_routing({.queries = Qg.data(), .rows = int(grp.size()), .d = d_, .W = hs.W.data(),
+                              .d_proj = dp_, .summaries = hs.summaries.data(), .span_len = span_len_.data(),
+                              .spans = int64_t(ms), .best = best.data()});
       // Threshold (eq. 9, stand-in tau), then the cap: spans in decreasing score until the budget is
       // filled (§3.3, §4.1); the first span that does not fit ends the expansion.
-      std::vector<int32_t> cand;
-      for (size_t i = 0; i < ms; ++i)
-        if (spans_[i].end - 1 <= p && best[i] > o_.threshold) cand.push_back(int32_t(i));
-      std::stable_sort(cand.begin(), cand.end(), [&](int32_t x, int32_t y) { return best[size_t(x)] > best[size_t(y)]; });
       double used = 0;
-      for (int32_t i : cand) {
-        if (used + len[size_t(i)] > room_ + 1e-9) break;
-        used += len[size_t(i)];
-        zoomed.push_back(i);
-      }
+      zoomed = kernels().sekv_zoom({.gate = best.data(), .span_len = span_len_.data(), .span_end = span_end_.data(),
+                                    .spans = int64_t(ms), .position = p, .threshold = o_.threshold,
+                                    .room = room_, .used = &used});
       std::vector<uint8_t> z(ms, 0);
       for (int32_t i : zoomed) z[size_t(i)] = 1;
 

@@ -69,6 +69,7 @@ class SekvSelector final : public KernelSelector {
   bool no_surprisal_ = false;
   std::vector<int32_t> anchors_, full_;
   std::vector<Span> spans_;
+  std::vector<int32_t> span_begin_, span_end_, span_len_;  // spans_ as arrays, for the backend's steps
   std::vector<HeadState> heads_;
   std::vector<float> coarse_bias_;  // [m] log|S| per span (ref::coarse_bias), referenced by selections
   std::vector<std::vector<int32_t>> last_zoomed_;

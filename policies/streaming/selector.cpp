@@ -3,25 +3,24 @@
 // The same set for every layer and KV head: eviction by position does not look at the data.
 #include <algorithm>
 
-#include "traces/select/selector.hpp"
+#include "policies/kernel_selector.hpp"
 #include "policies/streaming/params.hpp"
 #include "policies/streaming/policy.hpp"
 
 namespace kvsim::policies::streaming {
 using namespace kvsim::replay;
+using policies::KernelSelector;
 
 namespace {
-class StreamingSelector final : public TraceSelector {
+class StreamingSelector final : public KernelSelector {
  public:
   explicit StreamingSelector(const Params& p)
       : sinks_(int64_t(p.sinks)), window_(int64_t(p.window)) {}
   void prefill(const TraceData&) override {}
   void select(const TraceData& t, int64_t s, std::vector<HeadSelection>& out) override {
-    const int64_t p = t.position(s), n = p + 1;
-    const int64_t sink_end = std::min(sinks_, n), recent_begin = std::max(sink_end, n - window_);
-    tokens_.clear();
-    for (int64_t i = 0; i < sink_end; ++i) tokens_.push_back(int32_t(i));
-    for (int64_t i = recent_begin; i < n; ++i) tokens_.push_back(int32_t(i));
+    const int64_t n = t.position(s) + 1;
+    // The sinks, then the recent window (the backend's position rule: on the device the ids are written there).
+    tokens_ = kernels().position_ids({.n = n, .sinks = sinks_, .window = window_});
     for (HeadSelection& h : out) h.tokens = tokens_;
   }
 

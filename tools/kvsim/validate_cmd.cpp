@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "kernels/cuda_device.hpp"
+#include "policies/phase_traffic.hpp"
+#include "validate/gpu_kit.hpp"
 #include "validate/host_threads.hpp"
 #include "validate/validate.hpp"
 #include "core/atomic_file.hpp"
@@ -18,7 +20,8 @@ namespace kvsim {
 struct ValidateCommand {
   CLI::App* cmd = nullptr;
   std::string device = "cpu", out, report, format = "table", host, hardware, name, filter;
-  bool quick = false;
+  bool quick = false, kit = false;
+  std::vector<std::string> policies;
   std::string clock = "cpu";
   std::string kernels = "optimized";
   double probe_seconds = 2.0;
@@ -30,14 +33,23 @@ ValidateCommand* add_validate_command(CLI::App& app) {
   c.cmd = app.add_subcommand("validate",
                              "time every reference kernel against the roofline model on this machine's measured "
                              "ceilings; write a calibration file (docs/validation/)");
-  c.cmd->add_option("--device", c.device, "where the kernels run")->check(CLI::IsMember({"cpu", "cuda"}));
+  c.cmd->add_option("--device", c.device,
+                    "where the kernels run: cpu, cuda, or emu (the CUDA kernels through the emulator: per phase the "
+                    "model's bytes and launches beside the kernels' sectors, launches and host syncs; nothing timed)")
+      ->check(CLI::IsMember({"cpu", "cuda", "emu"}));
   c.cmd->add_option("--out", c.out, "write the fitted calibration YAML to FILE (atomically)");
   c.cmd->add_option("--report", c.report, "also write the report in --format to FILE (the table still goes to standard output)");
   c.cmd->add_option("--format", c.format, "report format")->check(CLI::IsMember({"table", "json", "csv"}));
   c.cmd->add_flag("--quick", c.quick, "one small size per kernel, one sample: a smoke test, not a measurement");
   c.cmd->add_option("--host", c.host,
                     "CPU ceilings from this host profile (name or YAML path) instead of measuring them now");
-  c.cmd->add_option("--hardware", c.hardware, "GPU spec for --device cuda (name or YAML path)");
+  c.cmd->add_option("--hardware", c.hardware,
+                    "GPU spec for --device cuda (name or YAML path); default: the library GPU with GPU 0's SM count "
+                    "and memory");
+  c.cmd->add_flag("--kit", c.kit,
+                  "--device cuda: the GPU kit (make gpu-validate): write scenarios/calibration/<gpu>-measured.yaml "
+                  "and docs/validation/<gpu>-measured.md, compared with <gpu>-published.yaml (--out and --report "
+                  "override the paths)");
   c.cmd->add_option("--probe-seconds", c.probe_seconds, "time per host-probe measurement")
       ->check(CLI::Range(0.05, 600.0));
   c.cmd->add_option("--repeats", c.repeats, "timed samples per point at least (median)")->check(CLI::Range(1, 1000));
@@ -47,6 +59,7 @@ ValidateCommand* add_validate_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "wall"}));
   c.cmd->add_option("--name", c.name, "the calibration's name (default: <host or GPU>-<device>)");
   c.cmd->add_option("--filter", c.filter, "only kernels whose phase name contains this");
+  c.cmd->add_option("--policy", c.policies, "--device emu: only these policies (repeatable; default: all)");
   c.cmd->add_option("--kernels", c.kernels,
                     "--device cpu: optimized (default: kernels/host where one exists, else the reference) or "
                     "reference (kvsim::ref throughout: the plain kernels' profile)")
@@ -64,6 +77,21 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) o.command += std::string(" ") + argv[i];
   if (o.quick) o.min_seconds = 0, o.sample_seconds = 0;
 
+  if (c.device == "emu") {
+    // Traffic, not time: the emulator counts what each kernel moves (policies/phase_traffic.hpp).
+    const GpuSpec gpu = load_gpu_file(
+        resolve(LibraryKind::hardware, c.hardware.empty() ? "h100-sxm" : c.hardware, "command line", 0, "--hardware"));
+    const HostSpec host = load_host_file(resolve(LibraryKind::host, c.host.empty() ? gpu.default_host : c.host,
+                                                 "command line", 0, "--host"));
+    const TrafficShape shape;
+    std::fprintf(stderr, "kvsim validate: running every linked phase's CUDA kernels through the emulator...\n");
+    const auto rows = phase_traffic(gpu, host, shape, c.policies);
+    const std::string text = c.format == "json" ? phase_traffic_json(rows, shape) : phase_traffic_table(rows, shape);
+    if (!c.report.empty()) write_file_atomic(c.report, text);
+    const std::string shown = c.report.empty() ? text : phase_traffic_table(rows, shape);
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
+    return 0;
+  }
   validate::Ceilings ce;
   ce.device = c.device;
   std::vector<validate::Case> cases;
@@ -75,18 +103,18 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
       std::fprintf(stderr, "kvsim: error: validate --device cuda: no CUDA device (%s)\n", why.c_str());
       return 1;
     }
-    if (c.hardware.empty())
-      throw_input_error("command line", 0, "--hardware",
-                        "validate --device cuda needs the GPU's spec (its ceilings), e.g. --hardware h100-sxm; GPU 0 "
-                        "is '" + gpus[0].name + "'");
-    const GpuSpec gpu = load_gpu_file(resolve(LibraryKind::hardware, c.hardware, "command line", 0, "--hardware"));
-    ce.name = gpu.name;
-    ce.source = "GPU spec " + gpu.name + " (datasheet ceilings from the library), run on " + gpus[0].name;
-    ce.threads = 1;
-    ce.unit = ComputeUnit::simt;
-    ce.machine.simt = gpu.fp32;
-    ce.machine.hbm = gpu.hbm_bandwidth;
-    ce.machine.h2d = gpu.h2d_pinned;
+    GpuSpec gpu;
+    if (c.hardware.empty()) {
+      std::vector<GpuSpec> library;
+      for (const std::string& n : library_names(LibraryKind::hardware))
+        library.push_back(load_gpu_file(resolve(LibraryKind::hardware, n, "library", 0, "hardware")));
+      gpu = validate::match_library_gpu(gpus[0], library);
+      std::fprintf(stderr, "kvsim validate: GPU 0 '%s' is %s in the library (same SM count and memory)\n",
+                   gpus[0].name.c_str(), gpu.name.c_str());
+    } else {
+      gpu = load_gpu_file(resolve(LibraryKind::hardware, c.hardware, "command line", 0, "--hardware"));
+    }
+    ce = validate::gpu_ceilings(gpu, gpus[0].name);
     cases = validate::cuda_cases();
     timer = validate::cuda_timer();
   } else {
@@ -117,9 +145,27 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
     cases = validate::host_cases(c.kernels == "optimized");
     timer = validate::cpu_timer(c.clock == "wall");
   }
-  o.calibration_name = c.name.empty() ? ce.name + "-" + c.device : c.name;
+  o.calibration_name = c.name.empty() ? ce.name + "-" + (c.kit ? std::string("measured") : c.device) : c.name;
   const Calibration uncal =
       load_calibration_file(resolve(LibraryKind::calibration, "roofline", "command line", 0, "calibration"));
+  if (c.kit) {
+    if (c.device != "cuda") throw_input_error("command line", 0, "--kit", "the GPU kit needs --device cuda");
+    const std::string out = c.out.empty() ? kind_dir(LibraryKind::calibration) + "/" + ce.name + "-measured.yaml" : c.out;
+    const std::string report =
+        c.report.empty() ? library_dir() + "/../docs/validation/" + ce.name + "-measured.md" : c.report;
+    const std::string pub_name = ce.name + "-published";
+    const auto names = library_names(LibraryKind::calibration);
+    const bool has_pub = std::find(names.begin(), names.end(), pub_name) != names.end();
+    const Calibration pub = has_pub ? load_calibration_file(resolve(LibraryKind::calibration, pub_name, "library", 0,
+                                                                    "calibration"))
+                                    : Calibration{};
+    const validate::Result r =
+        validate::run_kit(cases, ce, timer, o, uncal, has_pub ? &pub : nullptr, pub_name, out, report);
+    const std::string shown = validate::report_table(r);
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
+    std::fprintf(stderr, "kvsim validate: wrote %s and %s\n", out.c_str(), report.c_str());
+    return 0;
+  }
   const validate::Result r = validate::run(cases, ce, timer, o, uncal);
   // A host calibration also carries what host phases pay per call and per parallel region on this
   // machine (validate/host_threads.hpp), measured after the kernels.

@@ -1,0 +1,221 @@
+// SEKV on the device (policies/sekv/selector.cpp): the PCA routing projection W of a (layer, KV head)'s
+// keys, every span's surprisal-weighted means k-bar, v-bar (eq. 2) and normalized summary W·k-bar (eq. 3),
+// and per decode step the routing gate (eq. 4-5, the max over the GQA group) and the zoom (threshold, then
+// spans by decreasing gate until the reconstruction budget is full). Everything but the PCA is the host's
+// arithmetic in the host's order (the projections in double, rounded once; hd::sekv_route), so the gates
+// and the zoomed spans are bit-identical to the host's wherever W is. W: the column means and the d×d
+// covariance in double (one thread per element), then the eigenvectors by Jacobi (jacobi_eigen.cuh) in
+// one thread; agreement with the host's Eigen solver is ~1e-13 relative, below W's float rounding (so W
+// is the same floats except for rare last-bit differences, which can move a gate by an ulp). The zoom's
+// ranking is topk.cu over the candidates' gates (the host's stable sort by decreasing gate: rank words
+// with ties by the lower span). Bound: the covariance n·d²·2 FLOPs (compute-bound, once per prefill); the
+// routing g·d·d'·2 + m·(d'·2 + 2) FLOPs and the zoom a few small launches per step: launch latency.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/optimized/cuda.hpp"
+#include "kernels/optimized/jacobi_eigen.cuh"
+#include "kernels/reference/cuda_common.cuh"
+#include "kernels/reference/hd.hpp"
+
+namespace kvsim::opt::KVSIM_CUDA_BACKEND {
+namespace {
+namespace check = ::kvsim::ref::KVSIM_CUDA_BACKEND::detail;
+namespace hd = ::kvsim::ref::hd;
+constexpr int kThreads = 256;
+constexpr int kMaxDim = 256;  // the eigen solver's order array lives in registers/local memory
+
+__global__ void __launch_bounds__(kThreads) column_mean_kernel(PcaParams p) {
+  const int c = int(int64_t(blockIdx.x) * blockDim.x + threadIdx.x);
+  if (c >= p.d) return;
+  double s = 0;
+  for (int64_t t = 0; t < p.n; ++t) s += double(p.keys[t * p.d + c]);
+  p.mean[c] = s / double(p.n);
+}
+
+// cov[i, j] = Σ_t (x_ti - mean_i)(x_tj - mean_j), both triangles.
+__global__ void __launch_bounds__(kThreads) covariance_kernel(PcaParams p) {
+  const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= int64_t(p.d) * p.d) return;
+  const int i = int(e / p.d), j = int(e % p.d);
+  if (j < i) return;
+  double s = 0;
+  for (int64_t t = 0; t < p.n; ++t)
+    s += (double(p.keys[t * p.d + i]) - p.mean[i]) * (double(p.keys[t * p.d + j]) - p.mean[j]);
+  p.cov[int64_t(i) * p.d + j] = s;
+  p.cov[int64_t(j) * p.d + i] = s;
+}
+
+// One thread: the eigenvectors, then W's columns by decreasing variance, each with its largest-magnitude
+// component positive (the reference's sign rule; ties: the first such component), zero beyond min(n, d).
+__global__ void pca_eigen_kernel(PcaParams p) {
+  int order[kMaxDim];
+  jacobi::eigen(p.cov, p.vecs, p.d, order);
+  const int avail = p.n < p.d ? int(p.n) : p.d;
+  for (int j = 0; j < p.d_proj; ++j) {
+    if (j >= avail) {
+      for (int i = 0; i < p.d; ++i) p.W[int64_t(i) * p.d_proj + j] = 0.f;
+      continue;
+    }
+    const int col = order[j];
+    int arg = 0;
+    for (int i = 1; i < p.d; ++i)
+      if (fabs(p.vecs[int64_t(i) * p.d + col]) > fabs(p.vecs[int64_t(arg) * p.d + col])) arg = i;
+    const double sign = p.vecs[int64_t(arg) * p.d + col] < 0 ? -1.0 : 1.0;
+    for (int i = 0; i < p.d; ++i) p.W[int64_t(i) * p.d_proj + j] = float(sign * p.vecs[int64_t(i) * p.d + col]);
+  }
+}
+
+// Element e = (span, channel): k-bar and v-bar as ref::segment_weighted_mean computes them (the weights
+// summed in double; a zero sum falls back to the plain mean; uniform weights are ones).
+__global__ void __launch_bounds__(kThreads) span_means_kernel(SpanSummaryParams p) {
+  const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= p.spans * p.d) return;
+  const int64_t s = e / p.d;
+  const int c = int(e % p.d);
+  const int64_t b = p.span_begin[s], end = p.span_end[s];
+  double wsum = 0;
+  for (int64_t t = b; t < end; ++t) wsum += p.weights ? p.weights[t] : 1.f;
+  float k = 0.f, v = 0.f;
+  if (wsum == 0) {
+    for (int64_t t = b; t < end; ++t) k += p.keys[t * p.d + c], v += p.values[t * p.d + c];
+    p.kbar[e] = k / float(end - b);
+    p.vbar[e] = v / float(end - b);
+    return;
+  }
+  for (int64_t t = b; t < end; ++t) {
+    const float w = p.weights ? p.weights[t] : 1.f;
+    k += w * p.keys[t * p.d + c];
+    v += w * p.values[t * p.d + c];
+  }
+  p.kbar[e] = float(k / wsum);
+  p.vbar[e] = float(v / wsum);
+}
+
+// One thread per span: summary = W·k-bar in double, rounded, then normalized by the double norm.
+__global__ void __launch_bounds__(kThreads) span_summary_kernel(SpanSummaryParams p) {
+  const int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= p.spans) return;
+  float* su = p.summaries + s * p.d_proj;
+  const float* kb = p.kbar + s * p.d;
+  double nn = 0;
+  for (int j = 0; j < p.d_proj; ++j) {
+    double a = 0;
+    for (int c = 0; c < p.d; ++c) a += double(kb[c]) * p.W[int64_t(c) * p.d_proj + j];
+    su[j] = float(a);
+    nn += a * a;
+  }
+  if (nn > 0)
+    for (int j = 0; j < p.d_proj; ++j) su[j] = float(su[j] / sqrt(nn));
+}
+
+// Element e = (row, j): q' = q·W in double, rounded once (eq. 4).
+__global__ void __launch_bounds__(kThreads) query_projection_kernel(RoutingParams p) {
+  const int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= int64_t(p.rows) * p.d_proj) return;
+  const int r = int(e / p.d_proj), j = int(e % p.d_proj);
+  double acc = 0;
+  for (int c = 0; c < p.d; ++c) acc += double(p.queries[int64_t(r) * p.d + c]) * p.W[int64_t(c) * p.d_proj + j];
+  p.q_proj[e] = float(acc);
+}
+
+// One thread per span: the gate of every query row (eq. 5), the max over the group from -1 (std::max's order).
+__global__ void __launch_bounds__(kThreads) routing_gate_kernel(RoutingParams p, float inv_sqrt) {
+  const int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= p.spans) return;
+  float best = -1.f;
+  for (int r = 0; r < p.rows; ++r) {
+    const float a = hd::sekv_route(hd::dot(p.q_proj + int64_t(r) * p.d_proj, p.summaries + s * p.d_proj, p.d_proj),
+                                   inv_sqrt, p.span_len[s]);
+    best = best < a ? a : best;
+  }
+  p.best[s] = best;
+}
+
+// The candidates (a complete span whose gate passes the threshold) keep their gate, the others NaN (rank
+// last); count[0] = the candidates.
+__global__ void __launch_bounds__(kThreads) zoom_candidates_kernel(ZoomParams p) {
+  const int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= p.spans) return;
+  const bool cand = p.span_end[s] - 1 <= p.position && double(p.gate[s]) > p.threshold;
+  p.keys[s] = cand ? p.gate[s] : NAN;
+  if (cand) atomicAdd(&p.count[0], 1);
+}
+
+// One thread: the ranked candidates while they fit (the first misfit ends the expansion).
+__global__ void zoom_budget_kernel(ZoomParams p, int64_t candidates) {
+  double used = 0;
+  int z = 0;
+  for (int64_t j = 0; j < candidates; ++j) {
+    const int32_t s = p.ranked[j];
+    if (used + p.span_len[s] > p.room + 1e-9) break;
+    used += p.span_len[s];
+    p.zoomed[z++] = s;
+  }
+  p.count[1] = z;
+  *p.used = used;
+}
+}  // namespace
+
+void pca_projection(const PcaParams& p) {
+  const auto fail = [](const std::string& why) { throw std::runtime_error("opt::pca_projection: " + why); };
+  if (p.n <= 0 || p.d <= 0) fail("no keys (n " + std::to_string(p.n) + ", d " + std::to_string(p.d) + ")");
+  if (p.d > kMaxDim) fail("d " + std::to_string(p.d) + " above 256");
+  if (p.d_proj < 0 || p.d_proj > p.d) fail("d_proj outside [0, d]");
+  if (!p.mean || !p.cov || !p.vecs) fail("scratch missing");
+  KVSIM_LAUNCH(column_mean_kernel, check::blocks_for(p.d, kThreads), kThreads)(p);
+  check::check_launch("opt::pca_projection (means)");
+  KVSIM_LAUNCH(covariance_kernel, check::blocks_for(int64_t(p.d) * p.d, kThreads), kThreads)(p);
+  check::check_launch("opt::pca_projection (covariance)");
+  KVSIM_LAUNCH(pca_eigen_kernel, 1, 1)(p);
+  check::check_launch("opt::pca_projection (eigenvectors)");
+}
+
+void span_summaries(const SpanSummaryParams& p) {
+  if (p.spans < 0 || p.d <= 0 || p.d_proj < 0) throw std::runtime_error("opt::span_summaries: bad size");
+  if (p.spans == 0) return;
+  KVSIM_LAUNCH(span_means_kernel, check::blocks_for(p.spans * p.d, kThreads), kThreads)(p);
+  check::check_launch("opt::span_summaries (means)");
+  KVSIM_LAUNCH(span_summary_kernel, check::blocks_for(p.spans, kThreads), kThreads)(p);
+  check::check_launch("opt::span_summaries (projection)");
+}
+
+void sekv_routing(const RoutingParams& p) {
+  if (p.rows < 0 || p.d <= 0 || p.d_proj <= 0 || p.spans < 0) throw std::runtime_error("opt::sekv_routing: bad size");
+  if (p.spans == 0) return;
+  if (p.rows > 0) {
+    KVSIM_LAUNCH(query_projection_kernel, check::blocks_for(int64_t(p.rows) * p.d_proj, kThreads), kThreads)(p);
+    check::check_launch("opt::sekv_routing (projection)");
+  }
+  const float inv_sqrt = 1.f / std::sqrt(float(p.d_proj));  // on the host, as ref::sekv_routing_scores has it
+  KVSIM_LAUNCH(routing_gate_kernel, check::blocks_for(p.spans, kThreads), kThreads)(p, inv_sqrt);
+  check::check_launch("opt::sekv_routing (gates)");
+}
+
+int64_t sekv_zoom(const ZoomParams& p) {
+  if (p.spans < 0) throw std::runtime_error("opt::sekv_zoom: spans < 0");
+  double zero_used = 0;
+  if (p.spans == 0) {
+    check::check(cudaMemcpy(p.used, &zero_used, sizeof zero_used, cudaMemcpyHostToDevice), "opt::sekv_zoom (used)");
+    return 0;
+  }
+  check::check(cudaMemsetAsync(p.count, 0, 2 * sizeof(int32_t)), "opt::sekv_zoom (count)");
+  KVSIM_LAUNCH(zoom_candidates_kernel, check::blocks_for(p.spans, kThreads), kThreads)(p);
+  check::check_launch("opt::sekv_zoom (candidates)");
+  int32_t cand = 0;
+  check::check(cudaMemcpy(&cand, p.count, sizeof cand, cudaMemcpyDeviceToHost), "opt::sekv_zoom (candidates)");
+  if (cand > 0) {
+    if (topk_workspace_words(cand, p.spans) > 0) throw std::runtime_error("opt::sekv_zoom: more than 4096 candidates");
+    TopkParams t;
+    t.scores = p.keys, t.out = p.ranked, t.rows = 1, t.n = p.spans, t.k = cand, t.rank_order = true;
+    topk(t);
+  }
+  KVSIM_LAUNCH(zoom_budget_kernel, 1, 1)(p, int64_t(cand));
+  check::check_launch("opt::sekv_zoom (budget)");
+  int32_t counts[2] = {0, 0};
+  check::check(cudaMemcpy(counts, p.count, sizeof counts, cudaMemcpyDeviceToHost), "opt::sekv_zoom (zoomed)");
+  return counts[1];
+}
+
+}  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

@@ -1,0 +1,186 @@
+#include "policies/phase_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+#include <random>
+
+#include "kernels/emu/counters.hpp"
+#include "kernels/optimized/cuda.hpp"
+#include "kernels/optimized/run_planner.hpp"
+#include "kernels/reference/cuda.hpp"
+
+namespace kvsim {
+namespace kernel_blocks {
+namespace {
+namespace R = ref::cuda_emu;
+namespace O = opt::cuda_emu;
+template <class T>
+using Buf = R::DeviceBuffer<T>;
+
+// Inputs are set up with counting paused, so a caller's CountScope sees the kernels' own launches, copies
+// and synchronizations only.
+struct Setup {
+  std::optional<emu::CountPause> pause{std::in_place};
+  void done() { pause.reset(); }
+};
+
+Buf<float> random_buffer(size_t n, uint32_t seed) {
+  std::vector<float> h(n);
+  std::minstd_rand rng(seed + 1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (auto& x : h) x = u(rng);
+  return Buf<float>(h);
+}
+}  // namespace
+
+void paged_attention(const Deployment& d, double tokens, int page_size, bool scattered) {
+  Setup setup;
+  const int hq = int(d.hq), hkv = int(d.hkv_cached), hd = d.model->head_dim;
+  const int64_t n = std::max<int64_t>(1, int64_t(std::llround(tokens)));
+  const int64_t pages = (n + page_size - 1) / page_size, cache_pages = scattered ? 2 * pages : pages;
+  const size_t page_elems = size_t(page_size) * hkv * hd;
+  auto K = random_buffer(size_t(cache_pages) * page_elems, 1), V = random_buffer(size_t(cache_pages) * page_elems, 2);
+  auto q = random_buffer(size_t(hq) * hd, 3);
+  std::vector<int32_t> idx(static_cast<size_t>(pages));
+  for (int64_t i = 0; i < pages; ++i) idx[size_t(i)] = int32_t(scattered ? 2 * i : i);
+  Buf<int32_t> indptr(std::vector<int32_t>{0, int32_t(pages)}), indices(idx),
+      last(std::vector<int32_t>{int32_t(n - (pages - 1) * page_size)});
+  Buf<float> out{size_t(hq) * hd}, lse{size_t(hq)};
+  opt::PagedDecodeParams p;
+  p.q = q.get(), p.k_pages = K.get(), p.v_pages = V.get();
+  p.indptr = indptr.get(), p.indices = indices.get(), p.last_page_len = last.get();
+  p.out = out.get(), p.lse = lse.get();
+  p.batch = 1, p.num_qo_heads = hq, p.num_kv_heads = hkv, p.head_dim = hd, p.page_size = page_size;
+  p.scale = 1.f / std::sqrt(float(hd)), p.max_pages_per_request = int(pages);
+  Buf<float> ws{size_t(std::max<int64_t>(1, O::paged_decode_workspace_floats(p)))};
+  p.workspace = ws.get();
+  setup.done();
+  O::paged_decode_attention(p);
+}
+
+void topk(int rows, int64_t n, int64_t k) {
+  Setup setup;
+  k = std::clamp<int64_t>(k, 1, n);
+  auto scores = random_buffer(size_t(rows) * size_t(n), 4);
+  Buf<int32_t> out{size_t(rows) * size_t(k)};
+  Buf<unsigned long long> ws{size_t(std::max<int64_t>(1, O::topk_workspace_words(k, n) * rows))};
+  opt::TopkParams p;
+  p.scores = scores.get(), p.out = out.get(), p.rows = rows, p.n = n, p.k = k, p.workspace = ws.get();
+  setup.done();
+  O::topk(p);
+}
+
+void hierarchical_select(int64_t pages, int pages_per_chunk, int chunks_per_grid, int dim, double rho_g,
+                         double rho_c, double rho_p) {
+  Setup setup;
+  const int64_t C = (pages + pages_per_chunk - 1) / pages_per_chunk, G = (C + chunks_per_grid - 1) / chunks_per_grid;
+  const int64_t n = G + C + pages;
+  auto M = random_buffer(size_t(n) * dim, 5), a = random_buffer(size_t(dim), 6);
+  Buf<float> sc{size_t(n)};
+  Buf<int32_t> g{size_t(G)}, ch{size_t(C)}, pg{size_t(pages)};
+  Buf<int32_t> counts{size_t(3)};
+  opt::ChessSelectParams p;
+  p.anchor = a.get(), p.summaries = M.get(), p.scores = sc.get();
+  p.num_pages = pages, p.pages_per_chunk = pages_per_chunk, p.chunks_per_grid = chunks_per_grid, p.d = dim;
+  p.rho_g = rho_g, p.rho_c = rho_c, p.rho_p = rho_p;
+  p.grids = g.get(), p.chunks = ch.get(), p.pages = pg.get(), p.level_counts = counts.get();
+  setup.done();
+  O::chess_select(p);
+}
+
+void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, int64_t num_keys) {
+  Setup setup;
+  c_prime = std::clamp(c_prime, 1, centroids);
+  auto cent = random_buffer(size_t(group) * centroids * dim, 7), q = random_buffer(size_t(group) * dim, 8);
+  std::vector<int32_t> ivf(size_t(centroids) * rho);
+  std::minstd_rand rng(9);
+  for (auto& id : ivf) id = int32_t(rng() % uint32_t(num_keys));
+  Buf<int32_t> divf(ivf), out{size_t(c_prime) * rho}, chosen{size_t(c_prime)}, count{1};
+  Buf<float> scores{size_t(centroids)};
+  opt::CentroidRecallParams p;
+  p.q = q.get(), p.centroids = cent.get(), p.ivf = divf.get(), p.out = out.get(), p.chosen = chosen.get();
+  p.G = group, p.C = centroids, p.d = dim, p.rho = rho, p.c_prime = c_prime, p.num_keys = num_keys;
+  p.centroid_scores = scores.get(), p.count = count.get();
+  setup.done();
+  O::centroid_recall(p);
+}
+
+void score_gemm(int queries, int64_t vectors, int dim) {
+  Setup setup;
+  auto M = random_buffer(size_t(vectors) * dim, 10), Q = random_buffer(size_t(queries) * dim, 11);
+  Buf<float> S(size_t(queries) * size_t(vectors));
+  setup.done();
+  R::score_gemm(Q.get(), queries, M.get(), vectors, dim, S.get(), false, 1.f / std::sqrt(float(dim)));
+}
+
+void page_bound(int64_t pages, int dim) {
+  Setup setup;
+  auto q = random_buffer(size_t(dim), 12), lo = random_buffer(size_t(pages) * dim, 13),
+       hi = random_buffer(size_t(pages) * dim, 14);
+  Buf<float> b{size_t(pages)};
+  setup.done();
+  R::quest_page_bound(q.get(), lo.get(), hi.get(), pages, dim, b.get());
+}
+
+void merge_states(int rows, int dim) {
+  Setup setup;
+  auto oa = random_buffer(size_t(rows) * dim, 15), ob = random_buffer(size_t(rows) * dim, 16);
+  auto la = random_buffer(size_t(rows), 17), lb = random_buffer(size_t(rows), 18);
+  Buf<float> lse{size_t(rows)};
+  setup.done();
+  R::merge_state(oa.get(), la.get(), ob.get(), lb.get(), rows, dim, oa.get(), lse.get());
+}
+
+void segment_means(int64_t segments, int rows_per_segment, int dim) {
+  Setup setup;
+  auto X = random_buffer(size_t(segments * rows_per_segment) * dim, 19);
+  std::vector<int32_t> starts(static_cast<size_t>(segments));
+  for (int64_t i = 0; i < segments; ++i) starts[size_t(i)] = int32_t(i * rows_per_segment);
+  Buf<int32_t> st(starts);
+  Buf<float> out{size_t(segments) * dim};
+  setup.done();
+  R::segment_weighted_mean(X.get(), nullptr, segments * rows_per_segment, dim, st.get(), segments, out.get());
+}
+
+void gather_runs(int64_t rows, int64_t row_elems, int64_t run_rows) {
+  Setup setup;
+  run_rows = std::max<int64_t>(1, run_rows);
+  const int64_t src_rows = 2 * rows;
+  auto host = std::shared_ptr<void>(R::pinned_alloc(size_t(src_rows * row_elems) * 4), R::pinned_free);
+  std::fill_n(static_cast<float*>(host.get()), src_rows * row_elems, 0.5f);
+  std::vector<int32_t> list;  // runs of run_rows adjacent rows, every other run
+  for (int64_t r = 0; int64_t(list.size()) < rows; r += 2 * run_rows)
+    for (int64_t j = 0; j < run_rows && int64_t(list.size()) < rows; ++j) list.push_back(int32_t(r + j));
+  const auto runs = opt::plan_page_runs(list, 1, 0);
+  Buf<int32_t> sr(runs.src_row), dr(runs.dst_row), rr(runs.rows);
+  Buf<float> dst{size_t(runs.total_rows * row_elems)};
+  opt::GatherRunsParams p;
+  p.src = static_cast<const float*>(host.get()), p.dst = dst.get();
+  p.src_row = sr.get(), p.dst_row = dr.get(), p.rows = rr.get(), p.num_runs = runs.size(), p.row_elems = row_elems;
+  setup.done();
+  O::gather_runs(p);
+}
+}  // namespace kernel_blocks
+
+double attended_tokens(const Deployment& d, const StepShape& s, const Phase& model) {
+  return model.work.flops / (double(d.model->layers) * s.batch * d.hq * (4.0 * d.model->head_dim + 5));
+}
+
+double scored_vectors(const Deployment& d, const StepShape& s, const Phase& model, double heads, double dim) {
+  return model.work.flops / (double(d.model->layers) * s.batch * heads * (2 * dim + 2));
+}
+
+PhaseKernelLink attention_link(std::string_view phase, std::function<int(const ParamValues&)> page_size,
+                               bool scattered) {
+  PhaseKernelLink l;
+  l.phase = phase;
+  l.kernels = std::string("opt::paged_decode_attention (split-KV, GQA") + (scattered ? ", a selected page list)" : ")");
+  l.run = [page_size, scattered](const Deployment& d, const ParamValues& p, const StepShape& s, const Phase& model) {
+    kernel_blocks::paged_attention(d, attended_tokens(d, s, model), page_size ? page_size(p) : 16, scattered);
+  };
+  return l;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,78 @@
+// Which CUDA kernels implement a policy's GPU phases, so that `kvsim validate --device emu` can put what
+// those kernels move — 32-byte sectors, launches, host synchronizations, counted by the CUDA emulator
+// (kernels/emu/counters.hpp) — beside what the phase model charges for the phase (issue #28, item 2).
+// Each policy declares its links in its own folder (policies/<name>/kernels.cpp, the registry's
+// `phase_kernels` face); the runner (phase_traffic.hpp) and the kernel building blocks below are shared
+// and know no policy, the way blocks.hpp serves the cost models.
+#pragma once
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/deployment.hpp"
+#include "model/policy.hpp"
+
+namespace kvsim {
+
+struct PhaseKernelLink {
+  std::string_view phase;  // the phase's name in the policy's cost model
+  std::string kernels;     // what implements it, in words (the launchers)
+  // Runs those kernels once through the emulator for one layer and one sequence of `d`, with the
+  // policy's parameter values `p`, at the step shape `s`; `model` is the phase as the cost model built it
+  // for that shape (a link may read its shape from it, e.g. the tokens an attention phase attends). The
+  // runner holds a CountScope around the call.
+  std::function<void(const Deployment& d, const ParamValues& p, const StepShape& s, const Phase& model)> run;
+  // Which launches of `run` belong to this phase: kernel names as written at the launch, matched as
+  // prefixes (a launcher that serves two phases, e.g. a score kernel and the selection after it). Empty:
+  // every launch of the run.
+  std::vector<std::string> launches = {};
+  // The phase's work is per step; a phase that runs only on some steps (a reselection every few pages)
+  // is amortized in the model. This turns the model's per-step work back into one run's: 1 = none.
+  std::function<double(const ParamValues& p)> runs_per_step = nullptr;
+  // The kernels' fetched sector bytes over the model's bytes must lie in [low, high]. A range wider than
+  // [0.9, 1.1] must say why (printed in the report); the test holds every link to its range.
+  double low = 0.9, high = 1.1;
+  std::string why = {};
+};
+using PhaseKernelLinks = std::vector<PhaseKernelLink>;
+
+// Kernel building blocks for the links: each allocates its inputs (seeded random values), runs the
+// optimized kernel (kernels/optimized) or, where none exists, the reference CUDA twin, through the
+// emulator, and frees everything. Shapes are one sequence of one layer of `d` (its per-GPU heads).
+namespace kernel_blocks {
+// Split-KV paged decode attention with GQA over `tokens` tokens in pages of `page_size`: the pages in
+// cache order (dense) or every other page of a cache twice as long (a selected page list).
+void paged_attention(const Deployment& d, double tokens, int page_size, bool scattered);
+// Top-k over `rows` rows of `n` fp32 scores (rank order).
+void topk(int rows, int64_t n, int64_t k);
+// CHESS-style score GEMV over grid + chunk + page summaries of `dim`, then the hierarchical select.
+void hierarchical_select(int64_t pages, int pages_per_chunk, int chunks_per_grid, int dim, double rho_g,
+                         double rho_c, double rho_p);
+// Cosine of the group's queries to C centroids, top C', union of their IVF lists (rho ids each) over
+// `num_keys` keys.
+void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, int64_t num_keys);
+// `queries` query rows against `vectors` rows of `dim` (the reference score GEMM twin).
+void score_gemm(int queries, int64_t vectors, int dim);
+// Quest's page bound (the reference twin): one query against the min and max key of `pages` pages.
+void page_bound(int64_t pages, int dim);
+// Merge of two softmax states of `rows` rows of `dim` (the reference twin), in place into the first.
+void merge_states(int rows, int dim);
+// Mean of each of `segments` segments of `rows_per_segment` rows of `dim` (the reference twin).
+void segment_means(int64_t segments, int rows_per_segment, int dim);
+// The staging gather of `rows` rows of `row_elems` floats from mapped pinned host memory, in runs of
+// `run_rows` adjacent rows.
+void gather_runs(int64_t rows, int64_t row_elems, int64_t run_rows);
+}  // namespace kernel_blocks
+
+// The link of a phase built by blocks::attention: paged decode attention over the tokens it attends
+// (read back from the phase's FLOPs, the inverse of blocks::attention's count, so the link cannot
+// drift from the cost model's token count), in pages of page_size(p) tokens, dense or scattered.
+PhaseKernelLink attention_link(std::string_view phase, std::function<int(const ParamValues&)> page_size,
+                               bool scattered);
+// Tokens an attention phase of blocks::attention attends per sequence and layer, from its FLOPs.
+double attended_tokens(const Deployment& d, const StepShape& s, const Phase& model);
+// Vectors a scoring phase of blocks::score scores per head, from its FLOPs: `heads` heads of `dim`.
+double scored_vectors(const Deployment& d, const StepShape& s, const Phase& model, double heads, double dim);
+
+}  // namespace kvsim

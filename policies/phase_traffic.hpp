@@ -1,0 +1,48 @@
+// What `kvsim validate --device emu` prints: for every GPU phase of every policy's decode step, the bytes
+// and launches the phase model charges next to what the kernels that implement it executed under the
+// CUDA emulator — 32-byte sectors after coalescing, the useful bytes among them, kernel launches,
+// memsets and host synchronizations (issue #28, item 2). The links come from each policy's folder
+// (PhaseKernelLink, policies/<name>/kernels.cpp); a phase without one is listed as such.
+//
+// The shape is one layer of a small fp32 model (the emulated kernels are fp32) at one context, so the
+// model's per-layer work and one run of the kernels describe the same thing.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/hardware.hpp"
+#include "model/host.hpp"
+
+namespace kvsim {
+
+struct TrafficShape {
+  int query_heads = 8, kv_heads = 2, head_dim = 128;
+  double context = 16384;  // past CTKVR's 6528 resident tokens, so it offloads and recalls
+};
+
+struct PhaseTrafficRow {
+  std::string policy, phase, kind, device;
+  bool linked = false;
+  std::string kernels;  // what ran (the link's words), or why nothing did
+  // The model: the phase's device-memory bytes (HBM; pinned host bytes for a zero-copy gather) and
+  // launches for one run (per layer, per sequence, un-amortized).
+  double model_bytes = 0, model_launches = 0;
+  // The kernels: the bytes of the distinct 32-byte sectors each launch touched (its DRAM traffic with a
+  // working set that fits L2: what the model's bytes stand for), the sector bytes of every warp-level
+  // request (L1 requests: repeats count) and the useful bytes among those, launches, memsets, host syncs.
+  double dram_bytes = 0, sector_bytes = 0, useful_bytes = 0, launches = 0, memsets = 0, host_syncs = 0;
+  std::vector<std::string> kernel_names;  // the launches counted, in order
+  double ratio = 0;                       // dram_bytes / model_bytes
+  double low = 0.9, high = 1.1;
+  std::string why;  // the link's explanation of a range wider than +-10%
+  bool within() const { return !linked || (ratio >= low && ratio <= high); }
+};
+
+// `policies` empty = every registered policy with a phase-kernels face.
+std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& host, const TrafficShape& shape,
+                                           const std::vector<std::string>& policies = {});
+
+std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const TrafficShape& shape);
+std::string phase_traffic_json(const std::vector<PhaseTrafficRow>& rows, const TrafficShape& shape);
+
+}  // namespace kvsim

@@ -1,0 +1,49 @@
+// sentencekv: the CUDA kernels that implement its GPU phases (`kvsim validate --device emu`,
+// policies/phase_kernels.hpp): the query against the kept sentences' mean keys (the reference score
+// GEMM twin, one call per KV head for its query group), the top sentences (opt::topk), and attention.
+// The sentence count is read back from the score phase's FLOPs (the inverse of blocks::score).
+#include <cmath>
+
+#include "policies/phase_kernels.hpp"
+#include "policies/sentencekv/params.hpp"
+#include "policies/sentencekv/policy.hpp"
+
+namespace kvsim::policies::sentencekv {
+
+namespace {
+double runs_per_step(const ParamValues& v) {
+  const Params p = param_table().read(v);
+  return int(p.reselect) == 1 ? 1.0 / p.mean_sentence_tokens : 1.0;  // per_sentence: once per sentence
+}
+}  // namespace
+
+PhaseKernelLinks phase_kernels() {
+  PhaseKernelLinks links;
+  PhaseKernelLink score;
+  score.phase = "sentence_score";
+  score.kernels = "ref::score_gemm (the group's queries against the mean keys, per KV head)";
+  score.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase& model) {
+    const double S = scored_vectors(d, s, model, d.hq, d.model->head_dim) / runs_per_step(v);
+    for (int h = 0; h < int(d.hkv_cached); ++h)
+      kernel_blocks::score_gemm(int(d.hq / d.hkv_cached), int64_t(std::llround(S)), d.model->head_dim);
+  };
+  score.runs_per_step = runs_per_step;
+  links.push_back(score);
+  PhaseKernelLink top;
+  top.phase = "sentence_select";
+  top.kernels = "opt::topk (one row per KV head)";
+  top.low = 0.45;
+  top.why = "blocks::select charges two reads of the scores (a radix select's passes); the kernel's later passes "
+            "re-read its row from L2 / shared memory, so DRAM sees one read and the chosen ids";
+  top.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase& model) {
+    // blocks::select counts 4 FLOPs per element per group.
+    const double S = model.work.flops / (double(d.model->layers) * s.batch * d.hkv_cached * 4) / runs_per_step(v);
+    kernel_blocks::topk(int(d.hkv_cached), int64_t(std::llround(S)), int64_t(std::llround(S)));
+  };
+  top.runs_per_step = runs_per_step;
+  links.push_back(top);
+  links.push_back(attention_link("attention", nullptr, false));
+  return links;
+}
+
+}  // namespace kvsim::policies::sentencekv

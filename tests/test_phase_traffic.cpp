@@ -1,0 +1,77 @@
+// `kvsim validate --device emu` (policies/phase_traffic.hpp): every GPU phase a policy links to CUDA
+// kernels moves, under the emulator's sector counting, what the phase model charges for it — within
+// ±10%, or within the wider range its link states with a reason. Bytes and launches are counted, never
+// timed.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "model/deployment.hpp"
+#include "model/library.hpp"
+#include "policies/phase_traffic.hpp"
+#include "policies/registry.hpp"
+
+using namespace kvsim;
+
+namespace {
+const std::vector<PhaseTrafficRow>& rows() {
+  static const std::vector<PhaseTrafficRow> r = [] {
+    const GpuSpec g = load_gpu_file(resolve(LibraryKind::hardware, "h100-sxm", "test", 0, "hardware"));
+    const HostSpec h = load_host_file(resolve(LibraryKind::host, g.default_host, "test", 0, "host"));
+    return phase_traffic(g, h, TrafficShape{});
+  }();
+  return r;
+}
+}  // namespace
+
+TEST(PhaseTraffic, EveryLinkedPhaseMovesWhatTheModelChargesWithinItsStatedRange) {
+  int linked = 0;
+  for (const PhaseTrafficRow& r : rows()) {
+    if (!r.linked) continue;
+    ++linked;
+    EXPECT_GT(r.launches, 0) << r.policy << "/" << r.phase << ": no kernel launch counted";
+    EXPECT_GT(r.sector_bytes, 0) << r.policy << "/" << r.phase << ": no sector counted";
+    EXPECT_TRUE(r.within()) << r.policy << "/" << r.phase << ": kernel sectors " << r.sector_bytes << " B over model "
+                            << r.model_bytes << " B = " << r.ratio << ", allowed [" << r.low << ", " << r.high << "] ("
+                            << r.kernels << ")";
+    if (r.low < 0.9 - 1e-12 || r.high > 1.1 + 1e-12)
+      EXPECT_FALSE(r.why.empty()) << r.policy << "/" << r.phase << " allows [" << r.low << ", " << r.high
+                                  << "] without saying why";
+  }
+  EXPECT_GE(linked, 15);
+}
+
+TEST(PhaseTraffic, EveryLinkNamesAGpuPhaseOfItsOwnPolicy) {
+  const GpuSpec g = load_gpu_file(resolve(LibraryKind::hardware, "h100-sxm", "test", 0, "hardware"));
+  const HostSpec h = load_host_file(resolve(LibraryKind::host, g.default_host, "test", 0, "host"));
+  const ModelConfig m = load_model_file(resolve(LibraryKind::model, "llama-3.1-8b", "test", 0, "model"));
+  const Calibration cal;
+  const Deployment d = make_deployment(m, g, h, cal);
+  for (const PolicyEntry& e : policy_registry()) {
+    if (!e.phase_kernels) continue;
+    PhaseList phases;
+    e.cost_model().decode_attention(d, e.cost_model().defaults(), StepShape{1, 65536, 0}, phases);
+    std::set<std::string_view> gpu;
+    for (const Phase& ph : phases)
+      if (ph.device == Device::gpu) gpu.insert(ph.name);
+    for (const PhaseKernelLink& l : e.phase_kernels())
+      EXPECT_TRUE(gpu.count(l.phase)) << e.cost_model().name() << " links '" << l.phase
+                                      << "', which is not one of its GPU decode phases";
+  }
+}
+
+TEST(PhaseTraffic, APhaseWithoutKernelsIsListedAndNotCounted) {
+  bool host = false, unlinked_gpu = false;
+  for (const PhaseTrafficRow& r : rows()) {
+    if (r.device == "cpu") {
+      host = true;
+      EXPECT_FALSE(r.linked) << r.phase;
+    }
+    if (r.device == "gpu" && !r.linked) {
+      unlinked_gpu = true;
+      EXPECT_NE(r.kernels.find("no CUDA kernel"), std::string::npos) << r.phase;
+    }
+  }
+  EXPECT_TRUE(host);          // CTKVR's CPU rerank and attention
+  EXPECT_TRUE(unlinked_gpu);  // e.g. CHESS's uncertainty monitor
+}
