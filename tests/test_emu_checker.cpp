@@ -194,7 +194,11 @@ TEST(EmuChecker, EveryBarrierOfTopkAndPagedDecodeIsNeeded) {
   };
   const auto& cases = kvsim::test::optimized_emu_cases();
   size_t checked = 0;
-  for (const File f : {File{"kernels/optimized/topk.cu", "Topk"}, File{"kernels/optimized/paged_decode.cu", "Page"}}) {
+  for (const File f : {File{"kernels/optimized/topk.cu", "Topk"}, File{"kernels/optimized/paged_decode.cu", "Page"},
+                       File{"kernels/optimized/block_select.cuh", "Topk"},
+                       File{"kernels/optimized/chess_select.cu", "Chess"},
+                       File{"kernels/optimized/chess_levels.cu", "Chess"},
+                       File{"kernels/optimized/centroid_recall.cu", "Centroid"}}) {
     const auto sites = barrier_sites(f.path);
     EXPECT_FALSE(sites.empty()) << f.path;
     std::vector<const kvsim::test::CudaCaseDef*> order;

@@ -123,10 +123,20 @@ TEST(OptKernelsLaunches, EachPhaseLaunchesAndSynchronizesOnlyAsItMust) {
     p.anchor = a.get(), p.summaries = M.get(), p.scores = s.get();
     p.num_pages = P, p.pages_per_chunk = 4, p.chunks_per_grid = 4, p.d = d, p.rho_g = 0.5, p.rho_c = 0.5, p.rho_p = 0.3;
     p.grids = g.get(), p.chunks = c.get(), p.pages = pg.get(), p.level_counts = counts.get();
+    {
+      CountScope scope;
+      const auto kept = cuda::chess_select(p);
+      EXPECT_GT(kept.pages, 0);
+      expect(scope.counts(), 2, 1, "chess_select");
+    }
+    // The levels alone on given scores (the replay's CHESS step): one launch, one read-back.
+    kvsim::opt::ChessLevelsParams l;
+    l.grid_scores = s.get(), l.chunk_scores = s.get() + G, l.page_scores = s.get() + G + C;
+    l.pages = P, l.pages_per_chunk = 4, l.chunks_per_grid = 4, l.rho_g = 0.5, l.rho_c = 0.5, l.rho_p = 0.3;
+    l.grids = g.get(), l.chunks = c.get(), l.kept_pages = pg.get(), l.level_counts = counts.get();
     CountScope scope;
-    const auto kept = cuda::chess_select(p);
-    EXPECT_GT(kept.pages, 0);
-    expect(scope.counts(), 2, 1, "chess_select");
+    EXPECT_GT(cuda::chess_levels(l).pages, 0);
+    expect(scope.counts(), 1, 1, "chess_levels");
   }
   {  // centroid recall: 64 centroids, C' 8, rho 16
     const int G = 2, C = 64, d = 32, rho = 16;

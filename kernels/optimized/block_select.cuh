@@ -52,12 +52,13 @@ __device__ __forceinline__ bool warp_in_range(int64_t base, int64_t n) {
 // as soon as that whole bucket is taken: afterwards a word w is among the k smallest iff
 // (w & mask) <= prefix (and w != kExcluded). Requires 1 <= k < the number of competing words; with
 // k >= that number the caller keeps every competitor (prefix = mask = 0) without calling this.
-// word_at(i) for 0 <= i < n. Every thread of the block calls it (it has barriers).
+// word_at(i) for 0 <= i < n. Every thread of the block calls it (it has barriers). Thread 0 resets sh
+// before the first barrier: the caller makes sure no thread still reads sh.prefix, mask, need or done
+// from an earlier selection (the kernels here always run a compaction, which has barriers, between two).
 template <class WordAt>
 __device__ void radix_bounds(Shared& sh, int64_t i0, int64_t n, int64_t k, const WordAt& word_at, Word& prefix,
                              Word& mask) {
   const int tid = threadIdx.x;
-  __syncthreads();  // the previous selection's readers of sh are done before thread 0 resets it
   if (tid == 0) sh.prefix = 0, sh.mask = 0, sh.need = k, sh.done = 0;
   for (int shift = 64 - kDigitBits; shift >= 0; shift -= kDigitBits) {
     for (int d = tid; d < kBins; d += blockDim.x) sh.hist[d] = 0;
@@ -119,6 +120,29 @@ __device__ int64_t compact_in_order(Shared& sh, int64_t i0, int64_t n, const Wor
   return written;
 }
 
+// Kept ids written in index order through a shared buffer of 2·blockDim ids (buf), blockDim at a time:
+// every store but the last is the whole block on consecutive positions from a multiple of blockDim
+// (full sectors), however few ids each tile keeps. Use put() as compact_in_order's emit, tile_done() as
+// its flush, finish() after it. No barrier of its own: a thread moves down only the entry it has just
+// stored, and compact_in_order's barriers separate the tiles' puts from the reads.
+struct IdStager {
+  int32_t* buf;
+  int32_t* out;
+  int64_t pending = 0, flushed = 0;
+  __device__ void put(int64_t in_tile, int64_t i) { buf[pending + in_tile] = int32_t(i); }
+  __device__ void tile_done(int64_t tile) {
+    pending += tile;
+    if (pending < int64_t(blockDim.x)) return;  // the same for every thread
+    const int64_t t = threadIdx.x, left = pending - int64_t(blockDim.x);
+    out[flushed + t] = buf[t];
+    if (t < left) buf[t] = buf[blockDim.x + t];
+    flushed += blockDim.x, pending = left;
+  }
+  __device__ void finish() {
+    if (int64_t(threadIdx.x) < pending) out[flushed + threadIdx.x] = buf[threadIdx.x];
+  }
+};
+
 // The bitonic network's steps (size, stride) for size in [size_lo, size_hi] and, of the first size, only
 // the strides <= first_stride, over words[0, len) whose first element has global index offset (the
 // direction of a pair depends on the global index). Every thread calls it.
@@ -142,7 +166,9 @@ __device__ inline void bitonic_steps(Word* words, int64_t len, int64_t offset, i
 // memory (tile_buf, tile words), so global memory sees only whole-tile coalesced loads and stores and
 // the few steps with a stride of a tile or more, whose pairs q, q+1 of consecutive threads are
 // consecutive words (full sectors) — a plain global bitonic sort touches half of each sector per step
-// at strides below a warp.
+// at strides below a warp. Outside bitonic_steps, word e of the global array is only ever loaded and
+// stored by thread e mod blockDim (blockDim divides the tile and every stride of a tile or more), so
+// the global passes need no barrier of their own: only tile_buf, shared by the block, does.
 __device__ inline void bitonic_sort(Word* words, int64_t cap, Word* tile_buf, int64_t tile) {
   if (cap <= tile) {
     bitonic_steps(words, cap, 0, 2, cap, 1);
@@ -152,9 +178,9 @@ __device__ inline void bitonic_sort(Word* words, int64_t cap, Word* tile_buf, in
     for (int64_t t0 = 0; t0 < cap; t0 += tile) {
       for (int64_t j = threadIdx.x; j < tile; j += blockDim.x) tile_buf[j] = words[t0 + j];
       __syncthreads();
-      bitonic_steps(tile_buf, tile, t0, size_lo, size_hi, first_stride);
+      bitonic_steps(tile_buf, tile, t0, size_lo, size_hi, first_stride);  // ends with a barrier
+      // Each thread stores back the words it loaded, so the next tile's loads overwrite nothing unread.
       for (int64_t j = threadIdx.x; j < tile; j += blockDim.x) words[t0 + j] = tile_buf[j];
-      __syncthreads();
     }
   };
   tiled(2, tile, 1);  // every size up to a tile: whole tiles, alternating directions by global index
@@ -163,9 +189,8 @@ __device__ inline void bitonic_sort(Word* words, int64_t cap, Word* tile_buf, in
       for (int64_t q = threadIdx.x; q < cap / 2; q += blockDim.x) {
         const int64_t i = 2 * stride * (q / stride) + q % stride, j = i + stride;
         const Word a = words[i], b = words[j];
-        if ((a > b) == ((i & size) == 0)) words[i] = b, words[j] = a;
+        if ((a > b) == ((i & size) == 0)) words[i] = b, words[j] = a;  // i, j ≡ threadIdx.x (mod blockDim)
       }
-      __syncthreads();
     }
     tiled(size, size, tile / 2);  // this size's strides below a tile
   }

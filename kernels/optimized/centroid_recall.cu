@@ -40,7 +40,8 @@ __device__ __forceinline__ float warp_sum(float x) {
 }
 
 // Warp w of the grid scores centroid w. d % 4 == 0 (checked by the launcher) for the float4 path.
-__global__ void __launch_bounds__(kThreads) centroid_cosine_kernel(CentroidRecallParams p) {
+// Six blocks per SM: ptxas then stays at 40 registers on sm_80 too (48 without), no spill.
+__global__ void __launch_bounds__(kThreads, 6) centroid_cosine_kernel(CentroidRecallParams p) {
   __shared__ float block_scores[kWarps];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t c0 = int64_t(blockIdx.x) * kWarps, c = c0 + warp;

@@ -95,7 +95,10 @@ struct ChessLevelsParams {
   int pages_per_chunk = 1, chunks_per_grid = 1;
   double rho_g = 1, rho_c = 1, rho_p = 1;
   int32_t *grids = nullptr, *chunks = nullptr, *kept_pages = nullptr;  // [G], [C], [P]: kept ids, ascending
-  unsigned char* level_mask = nullptr;  // [C] scratch
+  int32_t* level_counts = nullptr;  // [3] scratch: the kept counts of the three levels, read back once
+  // No longer used (the kept marks live in the select kernel's shared memory); kept so callers
+  // written against the earlier multi-launch select still compile.
+  unsigned char* level_mask = nullptr;
 };
 
 // ---- entry_attention.cu: biased attention over assembled entries, and the merge of two states ----

@@ -33,7 +33,7 @@ __device__ __forceinline__ Word word_at(const TopkParams& p, const float* s, int
 
 __global__ void __launch_bounds__(kThreads) topk_kernel(TopkParams p, int64_t k, int64_t cap) {
   __shared__ bs::Shared sh;
-  __shared__ int32_t tile_ids[kThreads];  // index order: one tile's kept ids, stored by the block at once
+  __shared__ int32_t tile_ids[2 * kThreads];  // index order: kept ids staged for whole-block stores
   const int tid = threadIdx.x;
   const float* s = p.scores + int64_t(blockIdx.x) * p.n;
   const int64_t n = p.n, i0 = bs::aligned_start(s, sizeof(float));
@@ -43,8 +43,8 @@ __global__ void __launch_bounds__(kThreads) topk_kernel(TopkParams p, int64_t k,
   Word prefix = 0, mask = 0;
   if (k < n) bs::radix_bounds(sh, i0, n, k, at, prefix, mask);
 
-  // 2. Compaction in index order: the ids straight to out (index order) through a tile buffer, so each
-  //    tile is one coalesced store; or the words to the sort buffer (rank order).
+  // 2. Compaction in index order: the ids to out (index order) through a staging buffer, stored a whole
+  //    block at a time; or the words to the sort buffer (rank order).
   KVSIM_DYNAMIC_SHARED(Word, shared_words);
   Word* words = !p.rank_order ? nullptr : cap <= kSharedWords ? shared_words : p.workspace + int64_t(blockIdx.x) * cap;
   int32_t* out = p.out + int64_t(blockIdx.x) * k;
@@ -52,12 +52,13 @@ __global__ void __launch_bounds__(kThreads) topk_kernel(TopkParams p, int64_t k,
     bs::compact_in_order(sh, i0, n, at, prefix, mask,
                          [&](int64_t base, int64_t in_tile, int64_t, Word w) { words[base + in_tile] = w; },
                          [](int64_t, int64_t) {});
-  else
-    bs::compact_in_order(sh, i0, n, at, prefix, mask,
-                         [&](int64_t, int64_t in_tile, int64_t i, Word) { tile_ids[in_tile] = int32_t(i); },
-                         [&](int64_t base, int64_t tile) {
-                           if (tid < tile) out[base + tid] = tile_ids[tid];
-                         });
+  else {
+    bs::IdStager ids{tile_ids, out};
+    bs::compact_in_order(
+        sh, i0, n, at, prefix, mask, [&](int64_t, int64_t in_tile, int64_t i, Word) { ids.put(in_tile, i); },
+        [&](int64_t, int64_t tile) { ids.tile_done(tile); });
+    ids.finish();
+  }
   if (!p.rank_order) return;
 
   // 3. Bitonic sort of the k kept words, padded to cap (a power of two) with the largest word.
