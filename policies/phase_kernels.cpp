@@ -120,8 +120,21 @@ void page_bound(int64_t pages, int dim) {
   auto q = random_buffer(size_t(dim), 12), lo = random_buffer(size_t(pages) * dim, 13),
        hi = random_buffer(size_t(pages) * dim, 14);
   Buf<float> b{size_t(pages)};
+  opt::PageBoundParams p;
+  p.q = q.get(), p.kmin = lo.get(), p.kmax = hi.get(), p.pages = pages, p.d = dim, p.bound = b.get();
   setup.done();
-  R::quest_page_bound(q.get(), lo.get(), hi.get(), pages, dim, b.get());
+  O::quest_page_bound(p);
+}
+
+void page_select(int64_t pages, int64_t k) {
+  Setup setup;
+  k = std::clamp<int64_t>(k, 1, pages);
+  auto bound = random_buffer(size_t(pages), 24);
+  Buf<int32_t> out{size_t(k)};
+  opt::PageSelectParams p;
+  p.bound = bound.get(), p.pages = pages, p.k = k, p.out = out.get();
+  setup.done();
+  O::quest_select_pages(p);
 }
 
 void sekv_route(int rows, int dim, int d_proj, int64_t spans) {

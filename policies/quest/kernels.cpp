@@ -1,6 +1,7 @@
 // quest: the CUDA kernels that implement its GPU phases (`kvsim validate --device emu`,
-// policies/phase_kernels.hpp): the page bound (reference twin), the top pages per query head
-// (opt::topk), and attention over the chosen page list.
+// policies/phase_kernels.hpp): the page bound and the page select per query head (the kernels
+// `kvsim replay --device cuda` runs: opt::quest_page_bound, opt::quest_select_pages), and attention over
+// the chosen page list.
 #include <cmath>
 
 #include "policies/phase_kernels.hpp"
@@ -17,24 +18,25 @@ PhaseKernelLinks phase_kernels() {
   PhaseKernelLinks links;
   PhaseKernelLink bound;
   bound.phase = "page_bound";
-  bound.kernels = "ref::quest_page_bound (one launch per query head)";
+  bound.kernels = "opt::quest_page_bound (one launch per query head)";
   bound.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase&) {
     for (int h = 0; h < int(d.hq); ++h) kernel_blocks::page_bound(int64_t(pages(v, s)), d.model->head_dim);
   };
   bound.low = 0.9 * 4, bound.high = 1.1 * 4;
-  bound.why = "the reference twin bounds one query head per launch, so each KV head's min/max keys are read once "
+  bound.why = "the kernel bounds one query head per launch, so each KV head's min/max keys are read once "
               "per query head of its group (4 at the probe's 8/2 heads); the model charges one read per KV head";
   links.push_back(bound);
   PhaseKernelLink top;
   top.phase = "topk_pages";
-  top.kernels = "opt::topk (one row per query head)";
+  top.kernels = "opt::quest_select_pages (per query head: opt::topk ascending + the last page)";
   top.low = 0.45;
   top.why = "blocks::select charges two reads of the scores (a radix select's passes); the kernel's later passes "
             "re-read its row from L2 / shared memory, so DRAM sees one read and the chosen ids";
   top.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase&) {
     const Params p = param_table().read(v);
     const double P = pages(v, s);
-    kernel_blocks::topk(int(d.hq), int64_t(P), int64_t(std::min(P, std::ceil(p.budget_tokens / p.page_size))));
+    for (int h = 0; h < int(d.hq); ++h)
+      kernel_blocks::page_select(int64_t(P), int64_t(std::min(P, std::ceil(p.budget_tokens / p.page_size))));
   };
   links.push_back(top);
   links.push_back(attention_link("sparse_attention", [](const ParamValues& v) { return int(param_table().read(v).page_size); }, true));

@@ -310,7 +310,8 @@ int run_capacity(ServeCommands& c) {
 }  // namespace
 
 ServeCommands* add_serve_commands(CLI::App& app) {
-  auto* c = new ServeCommands;  // lives for the process, as the other commands' state does
+  static ServeCommands commands;  // lives for the process, as the other commands' state does (no leak for ASan)
+  auto* c = &commands;
   c->serve = app.add_subcommand("serve", "requests over time: continuous batching, TTFT/TPOT percentiles, goodput");
   add_common(c->serve, *c);
   c->serve->add_option("--concurrency", c->concurrency, "closed loop of N clients (replaces serving.concurrency)");
