@@ -4,14 +4,17 @@
 // timed.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "model/deployment.hpp"
 #include "model/library.hpp"
 #include "policies/phase_traffic.hpp"
 #include "policies/registry.hpp"
+#include "test_util.hpp"
 
 using namespace kvsim;
+using namespace kvsim::test;
 
 namespace {
 const std::vector<PhaseTrafficRow>& rows() {
@@ -76,4 +79,24 @@ TEST(PhaseTraffic, APhaseWithoutKernelsIsListedAndNotCounted) {
   }
   EXPECT_TRUE(host);          // CTKVR's CPU rerank and attention
   EXPECT_TRUE(unlinked_gpu);  // e.g. CHESS's uncertainty monitor
+}
+
+TEST(PhaseTraffic, TheCliPrintsJsonPerPhaseAndRefusesAnUnknownPolicy) {
+  const std::string file = testing::TempDir() + "kvsim-emu-traffic.json";
+  const RunResult ok = run_kvsim("validate --device emu --policy quest --format json --report '" + file + "'");
+  ASSERT_EQ(ok.exit_code, 0) << ok.out;
+  const auto j = nlohmann::json::parse(read_text(file));
+  EXPECT_EQ(j["schema"], "kvsim.phase_traffic/1");
+  std::set<std::string> phases;
+  for (const auto& p : j["phases"]) {
+    EXPECT_EQ(p["policy"], "quest");
+    phases.insert(p["phase"].get<std::string>());
+    if (p["linked"].get<bool>()) EXPECT_GT(p["dram_bytes"].get<double>(), 0) << p["phase"];
+  }
+  EXPECT_EQ(phases, (std::set<std::string>{"page_bound", "topk_pages", "sparse_attention"}));
+  const RunResult bad = run_kvsim("validate --device emu --policy nope");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("--policy"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("nope"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("quest"), std::string::npos) << bad.out;
 }

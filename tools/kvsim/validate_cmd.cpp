@@ -6,6 +6,7 @@
 
 #include "kernels/cuda_device.hpp"
 #include "policies/phase_traffic.hpp"
+#include "policies/registry.hpp"
 #include "validate/gpu_kit.hpp"
 #include "validate/host_threads.hpp"
 #include "validate/validate.hpp"
@@ -83,6 +84,12 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
         resolve(LibraryKind::hardware, c.hardware.empty() ? "h100-sxm" : c.hardware, "command line", 0, "--hardware"));
     const HostSpec host = load_host_file(resolve(LibraryKind::host, c.host.empty() ? gpu.default_host : c.host,
                                                  "command line", 0, "--host"));
+    for (const std::string& name : c.policies)
+      if (!find_policy(name)) {
+        std::string known;
+        for (const std::string& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
+        throw_input_error("command line", 0, "--policy", "unknown policy '" + name + "'; known: " + known);
+      }
     const TrafficShape shape;
     std::fprintf(stderr, "kvsim validate: running every linked phase's CUDA kernels through the emulator...\n");
     const auto rows = phase_traffic(gpu, host, shape, c.policies);
