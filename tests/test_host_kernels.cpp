@@ -212,8 +212,44 @@ TEST(HostKernels, TopkOnOneMagnitudeUsesTheSecondHistogramAndStaysExact) {
   std::vector<float> s(50000);
   for (auto& x : s) x = u(g);
   for (int i = 0; i < 100; ++i) s[size_t(i) * 7] = 0.625f;  // ties
-  for (int64_t k : {int64_t(1), int64_t(10), int64_t(1000), int64_t(49999)})
+  // 3000 and 10000: the radix path narrows its candidates by the second 11 bits.
+  for (int64_t k : {int64_t(1), int64_t(10), int64_t(1000), int64_t(3000), int64_t(10000), int64_t(49999)})
     EXPECT_EQ(ref::topk(s, k), host::topk(s.data(), int64_t(s.size()), k)) << k;
+}
+
+TEST(HostKernels, TopkLargeKTakesTheRadixPathAndStaysExact) {
+  // k above the threshold pass's limit with k·16 <= n: candidates in index order, then the stable
+  // radix sort by key (ties by index, NaN last, -0 = +0).
+  std::mt19937 g(21);
+  std::uniform_real_distribution<float> u(-3.f, 3.f);
+  std::vector<float> s(100003);
+  for (auto& x : s) x = u(g);
+  for (size_t i = 0; i < s.size(); i += 11) s[i] = 1.5f;  // ties across the k-th
+  s[5] = NAN;
+  s[6] = -0.f;
+  s[7] = 0.f;
+  s[8] = -std::numeric_limits<float>::infinity();
+  for (int64_t k : {int64_t(2049), int64_t(6000), int64_t(50000), int64_t(100003)})
+    EXPECT_EQ(ref::topk(s, k), host::topk(s.data(), int64_t(s.size()), k)) << k;
+}
+
+TEST(HostKernels, GroupSoftmaxMaxIsBitIdenticalToTheReference) {
+  // Rows of 4 (the 4-row exp path) and 3 (the per-row path), lengths off the SIMD width, a row that is
+  // all -inf (the reference's zero row), a row with a NaN and one with -inf entries.
+  for (int G : {1, 3, 4, 6})
+    for (int64_t n : {int64_t(1), int64_t(13), int64_t(1000)}) {
+      std::vector<float> S = random_floats(size_t(G) * size_t(n), uint32_t(30 + G), -8.f, 8.f);
+      if (G > 1)
+        for (int64_t i = 0; i < n; ++i) S[size_t(n + i)] = -std::numeric_limits<float>::infinity();
+      if (G > 2) S[size_t(2 * n + n / 2)] = NAN;
+      S[size_t(n - 1)] = -std::numeric_limits<float>::infinity();
+      std::vector<float> a = S, b = S, ra(static_cast<size_t>(n)), rb(static_cast<size_t>(n), 7.f);
+      ref::softmax_rows(a.data(), G, n);
+      ref::reduce_max_rows(a.data(), G, n, ra.data());
+      host::group_softmax_max(b.data(), G, n, n, rb.data());
+      EXPECT_TRUE(same_bits(ra, rb)) << "G=" << G << " n=" << n;
+      EXPECT_TRUE(same_bits(a, b)) << "G=" << G << " n=" << n;
+    }
 }
 
 TEST(HostKernels, TopkSmallKStaysExactWhenEveryScoreBeatsTheThreshold) {

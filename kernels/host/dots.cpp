@@ -1,5 +1,6 @@
 #include "kernels/host/dots.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/reference/hd.hpp"
@@ -21,13 +22,20 @@ void scalar_dots(const float* Q, int R, int64_t ldq, const float* K, const int32
 #if defined(__AVX2__)
 constexpr int kTile = 16;  // keys per tile: two 8-lane vectors
 constexpr int kMaxD = 512;  // head_dim above this takes the scalar path
+constexpr int kAhead = 2;  // tiles ahead a gathered tile's rows are prefetched
 
-// The tile's keys transposed: T[c * 16 + j] = key j's channel c.
-void transpose_tile(const float* const* rows, int d, float* T) {
+// The tile's keys transposed: T[c * 16 + j] = key j's channel c. The prefetches of a later tile's rows
+// (pf, null for none) are spread over the transpose's steps: issued in one burst they fill the core's
+// miss buffers and stall it until DRAM answers, so that no dot runs meanwhile.
+void transpose_tile(const float* const* rows, int d, float* T, const float* const* pf) {
   const int d8 = d & ~7;
+  const int lines = (d * 4 + 63) / 64, total = pf ? kTile * lines : 0, steps = std::max(1, 2 * (d8 / 8));
+  int issued = 0, step = 0;
   for (int half = 0; half < 2; ++half) {
     const float* const* rh = rows + half * 8;
     for (int c = 0; c < d8; c += 8) {
+      for (const int until = total * ++step / steps; issued < until; ++issued)
+        _mm_prefetch(reinterpret_cast<const char*>(pf[issued / lines]) + (issued % lines) * 64, _MM_HINT_T0);
       __m256 v[8];
       transpose8(rh, c, v);
       for (int cc = 0; cc < 8; ++cc) _mm256_store_ps(T + (c + cc) * kTile + half * 8, v[cc]);
@@ -35,6 +43,8 @@ void transpose_tile(const float* const* rows, int d, float* T) {
     for (int c = d8; c < d; ++c)
       for (int j = 0; j < 8; ++j) T[c * kTile + half * 8 + j] = rh[j][c];
   }
+  for (; issued < total; ++issued)
+    _mm_prefetch(reinterpret_cast<const char*>(pf[issued / lines]) + (issued % lines) * 64, _MM_HINT_T0);
 }
 
 // Rows r0..r0+NR-1 of Q against the transposed tile; NR independent pairs of chains. Fused: one FMA per
@@ -78,13 +88,15 @@ void dots(const float* Q, int R, int64_t ldq, const float* K, const int32_t* idx
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t i0 = t * kTile;
     for (int j = 0; j < kTile; ++j) rows[j] = K + (idx ? int64_t(idx[i0 + j]) : i0 + j) * d;
-    // Prefetch the tile after next: the 16 row streams of a tile defeat the hardware prefetcher.
-    if (t + 2 < tiles)
+    // Prefetch the tile kAhead tiles on: 16 scattered row streams defeat the hardware prefetcher.
+    const float* pf[kTile];
+    const bool ahead = t + kAhead < tiles;
+    if (ahead)
       for (int j = 0; j < kTile; ++j) {
-        const char* row = reinterpret_cast<const char*>(K + (idx ? int64_t(idx[i0 + 2 * kTile + j]) : i0 + 2 * kTile + j) * d);
-        for (int64_t b = 0; b < int64_t(d) * 4; b += 64) _mm_prefetch(row + b, _MM_HINT_T0);
+        const int64_t a = i0 + kAhead * kTile + j;
+        pf[j] = K + (idx ? int64_t(idx[a]) : a) * d;
       }
-    transpose_tile(rows, d, T);
+    transpose_tile(rows, d, T, ahead ? pf : nullptr);
     int r = 0;
     for (; r + 4 <= R; r += 4) rows_vs_tile<4, Fused>(Q + r * ldq, ldq, T, d, scale, S + r * lds + i0, lds);
     switch (R - r) {

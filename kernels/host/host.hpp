@@ -6,6 +6,7 @@
 #include "kernels/host/ctkvr.hpp"
 #include "kernels/host/dots.hpp"
 #include "kernels/host/gather.hpp"
+#include "kernels/host/group_softmax.hpp"
 #include "kernels/host/lowrank.hpp"
 #include "kernels/host/quest.hpp"
 #include "kernels/host/select.hpp"

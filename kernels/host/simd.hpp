@@ -31,5 +31,27 @@ inline void transpose8(const float* const* rows, int64_t c, __m256* out) {
   out[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
+// e^x for 8 floats where float accuracy is enough (attention weights; never a score that a selection is
+// made from, which must use the reference's std::exp). x = k·ln2 + r with |r| <= ln2/2 (ln2 split in
+// two parts so that k·ln2_hi is exact), e^r from its Taylor series to degree 6 (truncation r^7/7! <=
+// 1.3e-7 relative), 2^k written into the exponent bits. x is clamped to [-87, 88], where 2^k is a
+// normal float: callers map -inf and NaN themselves.
+inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.f)), _mm256_set1_ps(88.f));
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(k, _mm256_set1_ps(0.693359375f)));
+  r = _mm256_sub_ps(r, _mm256_mul_ps(k, _mm256_set1_ps(-2.12194440e-4f)));
+  __m256 p = _mm256_set1_ps(1.f / 720.f);
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.f / 120.f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.f / 24.f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.f / 6.f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(0.5f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
 }  // namespace kvsim::host
 #endif
