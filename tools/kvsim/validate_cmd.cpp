@@ -68,6 +68,46 @@ ValidateCommand* add_validate_command(CLI::App& app) {
   return &c;
 }
 
+namespace {
+
+// --device emu: traffic, not time — the emulator counts what each phase's kernels move
+// (policies/phase_traffic.hpp).
+int run_emu_traffic(const ValidateCommand& c) {
+  const GpuSpec gpu = load_gpu_file(
+      resolve(LibraryKind::hardware, c.hardware.empty() ? "h100-sxm" : c.hardware, "command line", 0, "--hardware"));
+  const HostSpec host = load_host_file(resolve(LibraryKind::host, c.host.empty() ? gpu.default_host : c.host,
+                                               "command line", 0, "--host"));
+  for (const std::string& name : c.policies)
+    if (!find_policy(name)) {
+      std::string known;
+      for (const std::string& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
+      throw_input_error("command line", 0, "--policy", "unknown policy '" + name + "'; known: " + known);
+    }
+  const TrafficShape shape;
+  std::fprintf(stderr, "kvsim validate: running every linked phase's CUDA kernels through the emulator...\n");
+  const auto rows = phase_traffic(gpu, host, shape, c.policies);
+  const std::string text = c.format == "json" ? phase_traffic_json(rows, shape) : phase_traffic_table(rows, shape);
+  if (!c.report.empty()) write_file_atomic(c.report, text);
+  const std::string shown = c.report.empty() ? text : phase_traffic_table(rows, shape);
+  std::fwrite(shown.data(), 1, shown.size(), stdout);
+  return 0;
+}
+
+// --device cuda: the library GPU the kernels run on (--hardware, or matched by SM count and memory).
+GpuSpec cuda_target(const ValidateCommand& c, const cuda::DeviceInfo& device) {
+  if (!c.hardware.empty())
+    return load_gpu_file(resolve(LibraryKind::hardware, c.hardware, "command line", 0, "--hardware"));
+  std::vector<GpuSpec> library;
+  for (const std::string& n : library_names(LibraryKind::hardware))
+    library.push_back(load_gpu_file(resolve(LibraryKind::hardware, n, "library", 0, "hardware")));
+  GpuSpec gpu = validate::match_library_gpu(device, library);
+  std::fprintf(stderr, "kvsim validate: GPU 0 '%s' is %s in the library (same SM count and memory)\n",
+               device.name.c_str(), gpu.name.c_str());
+  return gpu;
+}
+
+}  // namespace
+
 int run_validate_command(ValidateCommand& c, int argc, char** argv) {
   if (!c.cmd->parsed()) return -1;
   validate::Options o;
@@ -78,27 +118,7 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) o.command += std::string(" ") + argv[i];
   if (o.quick) o.min_seconds = 0, o.sample_seconds = 0;
 
-  if (c.device == "emu") {
-    // Traffic, not time: the emulator counts what each kernel moves (policies/phase_traffic.hpp).
-    const GpuSpec gpu = load_gpu_file(
-        resolve(LibraryKind::hardware, c.hardware.empty() ? "h100-sxm" : c.hardware, "command line", 0, "--hardware"));
-    const HostSpec host = load_host_file(resolve(LibraryKind::host, c.host.empty() ? gpu.default_host : c.host,
-                                                 "command line", 0, "--host"));
-    for (const std::string& name : c.policies)
-      if (!find_policy(name)) {
-        std::string known;
-        for (const std::string& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
-        throw_input_error("command line", 0, "--policy", "unknown policy '" + name + "'; known: " + known);
-      }
-    const TrafficShape shape;
-    std::fprintf(stderr, "kvsim validate: running every linked phase's CUDA kernels through the emulator...\n");
-    const auto rows = phase_traffic(gpu, host, shape, c.policies);
-    const std::string text = c.format == "json" ? phase_traffic_json(rows, shape) : phase_traffic_table(rows, shape);
-    if (!c.report.empty()) write_file_atomic(c.report, text);
-    const std::string shown = c.report.empty() ? text : phase_traffic_table(rows, shape);
-    std::fwrite(shown.data(), 1, shown.size(), stdout);
-    return 0;
-  }
+  if (c.device == "emu") return run_emu_traffic(c);
   validate::Ceilings ce;
   ce.device = c.device;
   std::vector<validate::Case> cases;
@@ -110,18 +130,7 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
       std::fprintf(stderr, "kvsim: error: validate --device cuda: no CUDA device (%s)\n", why.c_str());
       return 1;
     }
-    GpuSpec gpu;
-    if (c.hardware.empty()) {
-      std::vector<GpuSpec> library;
-      for (const std::string& n : library_names(LibraryKind::hardware))
-        library.push_back(load_gpu_file(resolve(LibraryKind::hardware, n, "library", 0, "hardware")));
-      gpu = validate::match_library_gpu(gpus[0], library);
-      std::fprintf(stderr, "kvsim validate: GPU 0 '%s' is %s in the library (same SM count and memory)\n",
-                   gpus[0].name.c_str(), gpu.name.c_str());
-    } else {
-      gpu = load_gpu_file(resolve(LibraryKind::hardware, c.hardware, "command line", 0, "--hardware"));
-    }
-    ce = validate::gpu_ceilings(gpu, gpus[0].name);
+    ce = validate::gpu_ceilings(cuda_target(c, gpus[0]), gpus[0].name);
     cases = validate::cuda_cases();
     timer = validate::cuda_timer();
   } else {
