@@ -14,6 +14,7 @@ SimulatedStep simulate_decode_step(const std::vector<Phase>& pol, const std::vec
   thread_local DecodeGraph g{size_t(Resource::count)};
   if (layers > kShortcutLayers) {
     build_decode_graph(g, pol, dense, kShortcutLayers, m);
+    g.graph.prepare();  // the same edges from step to step of a policy: rows and cycle check kept
     out.timing = g.graph.run_periodic(cap, cp, g.layer, &out.report, layers - kShortcutLayers);
     out.built_layers = kShortcutLayers;
     if (out.report.outcome == PeriodicOutcome::extrapolated) return out;

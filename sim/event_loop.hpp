@@ -22,7 +22,8 @@ struct StepGraph::Loop {
   const std::vector<double>& cap;
   const std::vector<Coupling>& couplings;
   size_t n;
-  Adjacency adj;
+  Adjacency own;         // the edges as rows, made here when the graph was not prepared
+  const Adjacency& adj;  // own, or the graph's (StepGraph::prepare)
   std::vector<double> solo;
   std::vector<double> use;  // per phase and resource: amount / solo, its use per second at full speed
   std::vector<State> state;
@@ -48,10 +49,14 @@ struct StepGraph::Loop {
   FairShareScratch scratch;
 
   Loop(const StepGraph& graph, const std::vector<double>& c, const std::vector<Coupling>& cp)
-      : g(graph), cap(c), couplings(cp), n(graph.size_) {
+      : g(graph),
+        cap(c),
+        couplings(cp),
+        n(graph.size_),
+        own(graph.prepared_ ? Adjacency{} : graph.adjacency()),
+        adj(graph.prepared_ ? graph.adj_ : own) {
     if (cap.size() != g.resources_) throw std::invalid_argument("wrong number of capacities");
-    adj = g.adjacency();
-    g.check_acyclic(adj);
+    if (!g.prepared_) g.check_acyclic(own);
     solo = g.solo_times(cap);
     use.assign(n * g.resources_, 0.0);
     for (size_t i = 0; i < n; ++i)

@@ -12,6 +12,7 @@ namespace kvsim::sim {
 
 size_t StepGraph::add_phase(SimPhase&& p) {
   if (p.amount.size() != resources_) throw std::invalid_argument("phase " + p.name + ": wrong number of resources");
+  prepared_ = false;
   if (size_ < phases_.size()) phases_[size_] = std::move(p);
   else phases_.push_back(std::move(p));
   return size_++;
@@ -19,6 +20,7 @@ size_t StepGraph::add_phase(SimPhase&& p) {
 
 size_t StepGraph::add_phase(const SimPhase& p) {
   if (p.amount.size() != resources_) throw std::invalid_argument("phase " + p.name + ": wrong number of resources");
+  prepared_ = false;
   if (size_ < phases_.size()) phases_[size_] = p;  // copy-assigned: the slot's name and amounts keep their storage
   else phases_.push_back(p);
   return size_++;
@@ -27,10 +29,23 @@ size_t StepGraph::add_phase(const SimPhase& p) {
 void StepGraph::reset() {
   size_ = 0;
   edges_.clear();
+  prepared_ = false;
+}
+
+void StepGraph::prepare() {
+  if (adj_size_ != size_ || adj_edges_ != edges_) {
+    Adjacency a = adjacency();
+    check_acyclic(a);
+    adj_ = std::move(a);
+    adj_edges_ = edges_;
+    adj_size_ = size_;
+  }
+  prepared_ = true;
 }
 
 void StepGraph::add_edge(size_t before, size_t after) {
   if (before >= size_ || after >= size_) throw std::invalid_argument("edge to an unknown phase");
+  prepared_ = false;
   edges_.emplace_back(uint32_t(before), uint32_t(after));
 }
 

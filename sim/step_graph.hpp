@@ -55,6 +55,10 @@ class StepGraph {
   // Empties the graph but keeps its phases' storage: a planner lays out a step for every design point,
   // and refilling the same slots saves most of the allocations.
   void reset();
+  // Lays out the edges as rows and checks them for a cycle once for the runs to come rather than at
+  // every run; a graph laid out again with the same edges (after reset) keeps what it had. Adding a
+  // phase or an edge, or reset, undoes it until the next prepare.
+  void prepare();
   void add_edge(size_t before, size_t after);  // `after` waits for `before`
   size_t size() const { return size_; }
   const SimPhase& phase(size_t i) const { return phases_[i]; }
@@ -92,6 +96,10 @@ class StepGraph {
   std::vector<SimPhase> phases_;  // the first size_ are the graph's; the rest are storage kept by reset()
   size_t size_ = 0;
   std::vector<std::pair<uint32_t, uint32_t>> edges_;  // (before, after), in the order added
+  Adjacency adj_;                                     // prepare()'s, made from adj_edges_ on adj_size_ phases
+  std::vector<std::pair<uint32_t, uint32_t>> adj_edges_;
+  size_t adj_size_ = 0;
+  bool prepared_ = false;
 };
 
 }  // namespace kvsim::sim
