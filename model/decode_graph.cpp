@@ -66,6 +66,7 @@ class Builder {
     if (qkv_ == dense.size()) throw std::invalid_argument("decode graph: no qkv_proj phase");
     std::fill(std::begin(last_on_), std::end(last_on_), kNone);
     plan_dispatch_shares();
+    sims_.resize(pol.size() + dense.size());
   }
 
   void build(int layers) {
@@ -110,16 +111,25 @@ class Builder {
 
   double step_share(const Phase& p) const { return per_launch_step_ * launches_of(p); }
 
+  // A per-layer phase's simulated instance (src: policy phases, then dense), converted once: every
+  // layer has the same, and the conversion (efficiency curves) is most of a layer's cost to lay out.
+  const SimPhase& per_layer(size_t src) {
+    SimPhase& s = sims_[src];
+    if (s.amount.empty()) s = instance(src < pol_.size() ? pol_[src] : dense_[src - pol_.size()], m_);
+    return s;
+  }
+
   // A host dispatch node, chained after the previous one; `after_gpu` also makes it wait for the last
   // kernel issued on the GPU's main stream (a host-device sync).
   size_t dispatch(std::string name, double host_s, int layer, bool after_gpu = false) {
     if (!m_.has_dispatch() || !(host_s > 0 || after_gpu)) return kNone;  // a sync holds the host even with nothing to issue
     host_s = std::max(0.0, host_s);
-    SimPhase d;
+    SimPhase& d = dispatch_;  // reused: its name and amounts keep their storage from node to node
     d.name = std::move(name);
+    d.latency = d.min_seconds = 0;
     d.amount.assign(size_t(Resource::count), 0.0);
     d.amount[size_t(Resource::host_dispatch)] = host_s;
-    const size_t id = node(std::move(d), kNone, layer);
+    const size_t id = node(d, kNone, layer);
     if (last_dispatch_ != kNone) g_.graph.add_edge(last_dispatch_, id);
     const size_t gpu = last_on_[size_t(Stream::gpu)];
     if (after_gpu && gpu != kNone) g_.graph.add_edge(gpu, id);
@@ -127,19 +137,19 @@ class Builder {
     return id;
   }
 
-  size_t node(SimPhase s, size_t src, int layer) {
-    const size_t id = g_.graph.add_phase(std::move(s));
+  size_t node(const SimPhase& s, size_t src, int layer) {
+    const size_t id = g_.graph.add_phase(s);
     g_.source.push_back(src);
     g_.layer.push_back(layer);
     return id;
   }
 
   // A phase (or a piece of one) on its stream, after its dispatch when there is one.
-  size_t add(const Phase& p, SimPhase s, size_t src, int layer, double host_s, bool sync = false) {
+  size_t add(const Phase& p, const SimPhase& s, size_t src, int layer, double host_s, bool sync = false) {
     // The node's name is built only when there is a dispatch stream: this runs for every node of every
     // simulated step.
     const size_t issued = m_.has_dispatch() ? dispatch("dispatch " + s.name, host_s, layer, sync) : kNone;
-    const size_t id = node(std::move(s), src, layer);
+    const size_t id = node(s, src, layer);
     if (issued != kNone) g_.graph.add_edge(issued, id);
     size_t& prev = last_on_[size_t(p.stream)];
     if (prev != kNone) g_.graph.add_edge(prev, id);
@@ -155,10 +165,10 @@ class Builder {
     const bool pre = sync_at_ != kNone && i < sync_at_;
     const double per_launch = pre ? per_launch_pre_ : per_launch_post_;
     if (i != sync_at_) {
-      const size_t id = add(p, instance(p, m_), i, l, per_launch * launches_of(p));
+      const size_t id = add(p, per_layer(i), i, l, per_launch * launches_of(p));
       return {id, id};
     }
-    const SimPhase whole = instance(p, m_);
+    const SimPhase& whole = per_layer(i);
     if (!(p.lead_fraction > 0)) {
       const size_t id = add(p, whole, i, l, per_launch * launches_of(p), true);
       return {id, id};
@@ -173,7 +183,7 @@ class Builder {
   void add_layer(int l) {
     const size_t np = pol_.size();
     const double qkv_share = (sync_at_ != kNone ? per_launch_pre_ : per_launch_post_) * launches_of(dense_[qkv_]);
-    const size_t q = add(dense_[qkv_], instance(dense_[qkv_], m_), np + qkv_, l, qkv_share);
+    const size_t q = add(dense_[qkv_], per_layer(np + qkv_), np + qkv_, l, qkv_share);
     std::vector<size_t>& node_of = node_of_;  // reused: no allocation per layer
     node_of.assign(np, kNone);
     for (size_t i = 0; i < np; ++i) {
@@ -191,7 +201,7 @@ class Builder {
     bool first_post = true;
     for (size_t i = 0; i < dense_.size(); ++i) {
       if (i == qkv_ || dense_[i].repeat <= 1) continue;
-      const size_t id = add(dense_[i], instance(dense_[i], m_), np + i, l, per_launch_post_ * launches_of(dense_[i]));
+      const size_t id = add(dense_[i], per_layer(np + i), np + i, l, per_launch_post_ * launches_of(dense_[i]));
       if (first_post) {
         for (size_t k = 0; k < np; ++k)
           if (pol_[k].repeat > 1 && !pol_[k].detached && pol_[k].stream != Stream::gpu) g_.graph.add_edge(node_of[k], id);
@@ -208,6 +218,8 @@ class Builder {
   size_t last_on_[size_t(Stream::count)];
   size_t last_dispatch_ = kNone;
   std::vector<size_t> node_of_;  // the layer's last node of each policy phase (add_layer)
+  std::vector<SimPhase> sims_;   // per_layer's conversions; an empty amount: not converted yet
+  SimPhase dispatch_;            // dispatch()'s node, refilled for each
   double per_launch_pre_ = 0, per_launch_post_ = 0, per_launch_step_ = 0;
 };
 }  // namespace
@@ -217,6 +229,14 @@ DecodeGraph build_decode_graph(const std::vector<Phase>& pol, const std::vector<
   DecodeGraph g{size_t(Resource::count)};  // braces: clang reads the parenthesized form as a function declaration
   Builder(pol, dense, m, g).build(layers);
   return g;
+}
+
+void build_decode_graph(DecodeGraph& into, const std::vector<Phase>& pol, const std::vector<Phase>& dense, int layers,
+                        const Machine& m) {
+  into.graph.reset();
+  into.source.clear();
+  into.layer.clear();
+  Builder(pol, dense, m, into).build(layers);
 }
 
 }  // namespace kvsim::sim

@@ -38,5 +38,9 @@ bool is_single_stream(const std::vector<Phase>& policy_phases);
 // `dense` must contain a phase named "qkv_proj" (add_decode_dense_phases). `layers` is the model's L.
 DecodeGraph build_decode_graph(const std::vector<Phase>& policy_phases, const std::vector<Phase>& dense,
                                int layers, const Machine& m);
+// The same into `into`, whose storage is reused (StepGraph::reset): for a caller that lays out many
+// steps. `into` must have been made with Resource::count resources.
+void build_decode_graph(DecodeGraph& into, const std::vector<Phase>& policy_phases, const std::vector<Phase>& dense,
+                        int layers, const Machine& m);
 
 }  // namespace kvsim::sim

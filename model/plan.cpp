@@ -5,12 +5,16 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
 #include <cmath>
 #include <cstdio>
 
 #include "core/units.hpp"
 #include "model/decode_graph.hpp"
 #include "model/resources.hpp"
+#include "model/step_simulation.hpp"
 
 namespace kvsim {
 
@@ -92,6 +96,19 @@ MemoryReport plan_memory(const DesignPoint& p, std::string* reason) {
   return r;
 }
 
+namespace {
+std::atomic<int>& full_step_flag() {
+  static std::atomic<int> on{[] {
+    const char* e = std::getenv("KVSIM_FULL_STEP_SIM");
+    return e && *e && std::string_view(e) != "0" ? 1 : 0;
+  }()};
+  return on;
+}
+}  // namespace
+
+void set_full_step_simulation(bool on) { full_step_flag() = on ? 1 : 0; }
+bool full_step_simulation() { return full_step_flag() != 0; }
+
 void decode_phase_lists(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
                         PhaseList& policy_phases, PhaseList& dense_phases) {
   pol.decode_attention(d, params, shape, policy_phases);
@@ -118,8 +135,12 @@ StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues
   // Overlapping streams, or an eager implementation's host dispatch stream, need the simulator; one
   // GPU stream alone is the exact sum of its rooflines.
   if (!sim::is_single_stream(policy_phases) || d.machine.has_dispatch()) {
-    const sim::DecodeGraph g = sim::build_decode_graph(policy_phases, dense, d.model->layers, d.machine);
-    r.seconds = g.graph.run(sim::capacities(d.machine), sim::couplings(d.machine)).makespan;
+    if (full_step_simulation()) {
+      const sim::DecodeGraph g = sim::build_decode_graph(policy_phases, dense, d.model->layers, d.machine);
+      r.seconds = g.graph.run(sim::capacities(d.machine), sim::couplings(d.machine)).makespan;
+    } else {
+      r.seconds = sim::simulate_decode_step(policy_phases, dense, d.model->layers, d.machine).timing.makespan;
+    }
     r.simulated = true;
   }
   return r;

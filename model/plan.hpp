@@ -127,6 +127,13 @@ struct StepResult {
 StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
                        bool keep_phases = true, const std::vector<std::string>* without = nullptr);
 
+// How decode_step times a step that needs the simulator: by default through the periodic shortcut
+// (sim::StepGraph::run_periodic: one period simulated, the other layers copied from it, exact to the
+// rounding of sums), or, with this on, every layer through the full event loop, the oracle the shortcut
+// is tested against. KVSIM_FULL_STEP_SIM=1 in the environment turns it on for a whole run.
+void set_full_step_simulation(bool on);
+bool full_step_simulation();
+
 // The decode and dense phases of a step, in the order the simulator lays them out (policy first).
 void decode_phase_lists(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
                         PhaseList& policy_phases, PhaseList& dense_phases);

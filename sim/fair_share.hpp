@@ -11,6 +11,7 @@
 // that share a bottleneck are slowed by the same factor; a flow whose resources are free keeps its solo
 // speed. Resource models (HBM, PCIe, DRAM, compute) only map their phases' work onto `use`.
 #pragma once
+#include <cstddef>
 #include <vector>
 
 namespace kvsim::sim {
@@ -21,5 +22,15 @@ struct Flow {
 
 // Returns x for each flow. capacities.size() must equal every flow's use.size().
 std::vector<double> max_min_fair(const std::vector<double>& capacities, const std::vector<Flow>& flows);
+
+// The same for `n` flows given by their use rows (`use[i]`: resources() values), into `x`, with
+// working space kept by the caller: the event loop calls it at every event, and an event should
+// allocate nothing.
+struct FairShareScratch {
+  std::vector<double> left, demand;
+  std::vector<char> frozen;
+};
+void max_min_fair(const std::vector<double>& capacities, const double* const* use, std::size_t n, std::vector<double>& x,
+                  FairShareScratch& scratch);
 
 }  // namespace kvsim::sim

@@ -7,7 +7,7 @@
 // (fair_share.hpp), and rates are recomputed at every start and finish. A phase running alone takes
 // exactly latency + max_r amount[r] / capacity[r]: its roofline.
 #pragma once
-#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -38,27 +38,68 @@ struct SimTiming {
   std::vector<size_t> critical_path;  // phases from a source to the last to finish, each released by the one before
 };
 
+// How run_periodic timed a graph (periodic_step.hpp).
+enum class PeriodicOutcome { extrapolated, no_layer_structure, no_period };
+struct PeriodicReport {
+  PeriodicOutcome outcome = PeriodicOutcome::no_period;
+  // With extra_layers: the phases of layers from this one on, and the phases after the layers, stand
+  // for the phases extra_layers layers later in the longer graph; the ones before for themselves.
+  int shifted_from = 0;
+};
+
 class StepGraph {
  public:
   explicit StepGraph(size_t resources) : resources_(resources) {}
-  size_t add_phase(SimPhase p);
+  size_t add_phase(SimPhase&& p);
+  size_t add_phase(const SimPhase& p);
+  // Empties the graph but keeps its phases' storage: a planner lays out a step for every design point,
+  // and refilling the same slots saves most of the allocations.
+  void reset();
+  // Lays out the edges as rows and checks them for a cycle once for the runs to come rather than at
+  // every run; a graph laid out again with the same edges (after reset) keeps what it had. Adding a
+  // phase or an edge, or reset, undoes it until the next prepare.
+  void prepare();
   void add_edge(size_t before, size_t after);  // `after` waits for `before`
-  size_t size() const { return phases_.size(); }
+  size_t size() const { return size_; }
   const SimPhase& phase(size_t i) const { return phases_[i]; }
 
   // Simulates the DAG on resources of the given capacities (units per second). Throws
   // std::invalid_argument on a cycle or a capacity that is not positive where a phase needs it.
   SimTiming run(const std::vector<double>& capacity, const std::vector<Coupling>& couplings = {}) const;
 
+  // The same result without simulating every layer (periodic_step.hpp): `layer` gives each phase's
+  // layer (-1 for a phase outside the layers). Runs the full loop where the shortcut is not exact.
+  // With `extra_layers` > 0 the graph stands for one with that many more copies of its repeating
+  // layers (the caller's claim about its layout): makespan and utilization are the longer graph's and
+  // each phase's times those of the phase it stands for (PeriodicReport::shifted_from), when the
+  // report says `extrapolated`; otherwise the result is this graph's alone.
+  SimTiming run_periodic(const std::vector<double>& capacity, const std::vector<Coupling>& couplings,
+                         const std::vector<int>& layer, PeriodicReport* report = nullptr, int extra_layers = 0) const;
+
  private:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
+  struct Loop;      // the event loop (event_loop.hpp), shared by run and run_periodic
+  struct Periodic;  // run_periodic's layout check, snapshots and jump (periodic_step.cpp)
+  friend struct Loop;
+  friend struct Periodic;
+  // The edges as compressed rows, built once per run from `edges_`: each phase's successors (and
+  // predecessors) in the order their edges were added, the order the loop releases phases in.
+  struct Adjacency {
+    std::vector<uint32_t> out_start, out, in_start, in;
+  };
+  Adjacency adjacency() const;
   // Pieces of run(); each runs once per call, outside its event loop.
-  void check_acyclic() const;  // throws std::invalid_argument on a cycle
+  void check_acyclic(const Adjacency& a) const;  // throws std::invalid_argument on a cycle
   std::vector<double> solo_times(const std::vector<double>& cap) const;  // per phase: roofline without latency
-  void summarize(SimTiming& t, const std::vector<double>& cap) const;    // makespan, utilization, critical path
+  // makespan, utilization, critical path
+  void summarize(SimTiming& t, const std::vector<double>& cap, const Adjacency& a) const;
   size_t resources_;
-  std::vector<SimPhase> phases_;
-  Graph graph_;
+  std::vector<SimPhase> phases_;  // the first size_ are the graph's; the rest are storage kept by reset()
+  size_t size_ = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> edges_;  // (before, after), in the order added
+  Adjacency adj_;                                     // prepare()'s, made from adj_edges_ on adj_size_ phases
+  std::vector<std::pair<uint32_t, uint32_t>> adj_edges_;
+  size_t adj_size_ = 0;
+  bool prepared_ = false;
 };
 
 }  // namespace kvsim::sim

@@ -124,6 +124,31 @@ TEST(StepGraph, ChainsAddAndIndependentPhasesShare) {
   }
 }
 
+// A graph laid out again in the same storage (reset, as the planner does for every step) runs its new
+// phases and edges, prepared or not; prepare keeps its rows only while the edges are the same, and
+// finds a cycle as run does.
+TEST(StepGraph, AGraphLaidOutAgainRunsItsNewEdges) {
+  StepGraph g(1);
+  auto lay_out = [&](bool chain, double b_amount) {
+    g.reset();
+    const size_t a = g.add_phase({"a", 0, {1}}), b = g.add_phase({"b", 0, {b_amount}});
+    if (chain) g.add_edge(a, b);
+  };
+  lay_out(true, 3);
+  g.prepare();
+  EXPECT_DOUBLE_EQ(g.run({1}).makespan, 4);
+  lay_out(false, 3);  // the phases share the resource now
+  g.prepare();
+  EXPECT_NEAR(g.run({1}).finish[0], 2, 1e-12);
+  lay_out(true, 5);   // the same edges as the first graph, new amounts
+  g.prepare();
+  EXPECT_DOUBLE_EQ(g.run({1}).makespan, 6);
+  g.add_edge(1, 0);   // a cycle after prepare: prepare is undone, and run and prepare both refuse
+  EXPECT_THROW(g.run({1}), std::invalid_argument);
+  EXPECT_THROW(g.prepare(), std::invalid_argument);
+  EXPECT_EQ(g.size(), 2u);
+}
+
 // The full-KV decode step, run as a single-stream chain through the simulator, takes exactly the
 // planner's summed roofline time.
 TEST(StepGraph, FullDecodeChainMatchesThePlanner) {
