@@ -20,6 +20,9 @@
 #include "model/step_simulation.hpp"
 #include "policies/registry.hpp"
 #include "sim/periodic_step.hpp"
+#include "test_util.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace kvsim {
 namespace {
@@ -242,3 +245,16 @@ TEST(PeriodicStep, TheFlagSelectsTheFullSimulation) {
 
 }  // namespace
 }  // namespace kvsim
+
+TEST(PeriodicStep, TheCliFlagRunsTheFullSimulationWithTheSameAnswer) {
+  const std::string a = testing::TempDir() + "kvsim-fast-step.json", b = testing::TempDir() + "kvsim-full-step.json";
+  ASSERT_EQ(kvsim::test::run_kvsim("plan --format json -o '" + a + "'").exit_code, 0);
+  const auto full = kvsim::test::run_kvsim("--full-step-sim plan --format json -o '" + b + "'");
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  const auto ja = nlohmann::json::parse(kvsim::test::read_text(a)), jb = nlohmann::json::parse(kvsim::test::read_text(b));
+  ASSERT_EQ(ja["results"].size(), jb["results"].size());
+  for (size_t i = 0; i < ja["results"].size(); ++i) {
+    const double x = ja["results"][i]["tpot_ms"], y = jb["results"][i]["tpot_ms"];
+    EXPECT_NEAR(x, y, 1e-9 * y) << ja["results"][i]["policy"];
+  }
+}

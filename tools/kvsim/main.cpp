@@ -230,6 +230,10 @@ int main(int argc, char** argv) {
   CLI::App app{"kvsim: cost model and simulator for long-context LLM decoding under KV-cache selection policies"};
   app.set_version_flag("--version", std::string("kvsim ") + KVSIM_VERSION);
   app.require_subcommand(1);
+  bool full_step_sim = false;
+  app.add_flag("--full-step-sim", full_step_sim,
+               "simulate every layer of each decode step instead of copying the schedule's period (the oracle; "
+               "same as KVSIM_FULL_STEP_SIM=1; sim/README.md)");
 
   PlanOptions plan;
   CLI::App* cmd_plan = add_plan_command(app, plan);
@@ -256,6 +260,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
 
+  if (full_step_sim) set_full_step_simulation(true);
   try {
     if (cmd_plan->parsed()) return run_plan(plan);
     if (const int rc = run_sweep_command(*sweep_cmd); rc >= 0) return rc;
