@@ -1,6 +1,7 @@
 // The host backend: every step on the reference kernels (kvsim::ref), exactly the calls the selectors
 // made before the backend existed.
 #include "kernels/backend/host_backend.hpp"
+#include "kernels/reference/hd.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -111,18 +112,8 @@ void HostBackend::do_sekv_summaries(const SekvSummaryParams& p) const {
     // eq. 2: w_t = H_t / sum H_k; k-bar = sum w_t K_t, v-bar likewise.
     ref::segment_weighted_mean(p.keys + b * p.d, wts, n, p.d, zero, p.kbar + i * p.d);
     ref::segment_weighted_mean(p.values + b * p.d, wts, n, p.d, zero, p.vbar + i * p.d);
-    // eq. 3: W (sum w_t K_t), normalized (W linear, weights sum to 1). In double, then rounded once.
-    float* su = p.summaries + i * p.d_proj;
-    const float* kb = p.kbar + i * p.d;
-    double nn = 0;
-    for (int j = 0; j < p.d_proj; ++j) {
-      double a = 0;
-      for (int c = 0; c < p.d; ++c) a += double(kb[c]) * p.W[size_t(c) * p.d_proj + j];
-      su[j] = float(a);
-      nn += a * a;
-    }
-    if (nn > 0)
-      for (int j = 0; j < p.d_proj; ++j) su[j] = float(su[j] / std::sqrt(nn));
+    // eq. 3: W (sum w_t K_t), normalized.
+    ref::hd::sekv_summary(p.kbar + i * p.d, p.W, p.d, p.d_proj, p.summaries + i * p.d_proj);
   }
 }
 void HostBackend::do_sekv_routing(const SekvRoutingParams& p) const {

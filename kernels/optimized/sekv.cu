@@ -97,17 +97,7 @@ __global__ void __launch_bounds__(kThreads) span_means_kernel(SpanSummaryParams 
 __global__ void __launch_bounds__(kThreads) span_summary_kernel(SpanSummaryParams p) {
   const int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= p.spans) return;
-  float* su = p.summaries + s * p.d_proj;
-  const float* kb = p.kbar + s * p.d;
-  double nn = 0;
-  for (int j = 0; j < p.d_proj; ++j) {
-    double a = 0;
-    for (int c = 0; c < p.d; ++c) a += double(kb[c]) * p.W[int64_t(c) * p.d_proj + j];
-    su[j] = float(a);
-    nn += a * a;
-  }
-  if (nn > 0)
-    for (int j = 0; j < p.d_proj; ++j) su[j] = float(su[j] / sqrt(nn));
+  hd::sekv_summary(p.kbar + s * p.d, p.W, p.d, p.d_proj, p.summaries + s * p.d_proj);
 }
 
 // Element e = (row, j): q' = q·W in double, rounded once (eq. 4).

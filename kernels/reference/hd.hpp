@@ -128,6 +128,22 @@ KVSIM_HD inline float chunk_sum_at(const float* scores, int64_t n, int chunk, in
   return s;
 }
 
+// SEKV's span summary (eq. 3): W·k-bar for W [d, d_proj] row-major, each component summed in double and
+// rounded once, then the vector divided by its double norm (W is linear and the weights sum to 1, so this
+// is W·(Σ w_t K_t) normalized). One definition for the host backend and the device kernel, so the
+// summaries — and every routing decision made from them — are the same bits on both.
+KVSIM_HD inline void sekv_summary(const float* kbar, const float* W, int d, int d_proj, float* out) {
+  double nn = 0;
+  for (int j = 0; j < d_proj; ++j) {
+    double a = 0;
+    for (int c = 0; c < d; ++c) a += double(kbar[c]) * W[int64_t(c) * d_proj + j];
+    out[j] = float(a);
+    nn += a * a;
+  }
+  if (nn > 0)
+    for (int j = 0; j < d_proj; ++j) out[j] = float(out[j] / sqrt(nn));
+}
+
 // SEKV routing score (seed 003, eq. 5) from the dot product q'·summary: sigmoid(dot/sqrt(d') + log|S|).
 KVSIM_HD inline float sekv_route(float dot_q_summary, float inv_sqrt_d, int32_t span_len) {
   const float x = dot_q_summary * inv_sqrt_d + logf(float(span_len));
