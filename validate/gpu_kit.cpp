@@ -77,39 +77,39 @@ std::string num(double v, int digits = 3) {
 }
 }  // namespace
 
-std::string kit_report(const Result& r, const Calibration& published, const std::string& published_name) {
+std::string kit_report(const std::vector<Case>& cases, const Result& r, const Calibration* published,
+                       const std::string& published_name) {
   std::ostringstream s;
   s << "# " << r.ceilings.name << ": our CUDA kernels measured on the GPU against the published calibration\n\n"
     << "Written by `kvsim validate --device cuda --kit` (`make gpu-validate`). Ceilings: " << r.ceilings.source
     << ".\n\nEach measured curve is written to the calibration under the model phases its kernel implements. "
        "`published` is what `"
-    << (published_name.empty() ? std::string("(none)") : published_name)
+    << (published ? published_name : std::string("(none)"))
     << "` gives the same phase at the same x (its curve for the phase, else for the kind, else its constant): "
        "kernels others published on this GPU. `ratio` = measured / published: below 1, our kernel is slower "
        "than the published ones the default plan assumes.\n\n";
   s << "| case | model phase | kind | ceiling | x | measured efficiency | published | ratio |\n"
     << "|---|---|---|---|---|---|---|---|\n";
-  for (const EfficiencyCurve& c : r.calibration.curves) {
-    if (c.phase.empty() && c.kind != PhaseKind::gather) continue;
-    std::string case_name = c.source;
-    const size_t at = case_name.find("(case ");
-    case_name = at == std::string::npos ? c.phase : case_name.substr(at + 6, case_name.find(')', at) - at - 6);
-    for (const auto& [x, e] : c.points) {
-      Phase ph{c.phase.empty() ? std::string_view("gather") : std::string_view(c.phase), c.kind, Device::gpu,
-               ComputeUnit::simt, {}};
-      double pub = 0;
-      if (!published_name.empty()) {
-        const EfficiencyCurve* pc = published.curve_for(ph, c.ceiling);
-        pub = pc && pc->x == c.x ? pc->at(x) : published.efficiency(c.kind, c.ceiling, 0);
+  for (const Case& c : cases) {
+    std::vector<std::string> keys = c.model_phases;
+    if (keys.empty()) keys.push_back(c.kind_wide ? std::string() : c.phase);
+    for (const std::string& key : keys)
+      for (const Point& p : r.points) {
+        if (p.phase != c.phase || p.pass != "fit") continue;
+        const std::string shown = key.empty() ? "(every " + std::string(to_string(c.kind)) + ")" : key;
+        Phase ph{key, c.kind, Device::gpu, ComputeUnit::simt, {}};
+        double pub = 0;
+        if (published) {
+          const EfficiencyCurve* pc = published->curve_for(ph, p.ceiling);
+          pub = pc && pc->x == c.x ? pc->at(p.x) : published->efficiency(c.kind, p.ceiling, 0);
+        }
+        s << "| " << c.phase << " | " << shown << " | " << to_string(c.kind) << " | "
+          << kCeilingNames[size_t(p.ceiling)] << " | " << kCurveVariableNames[size_t(c.x)] << " " << num(p.x, 6)
+          << " | " << num(p.efficiency) << " | " << (published ? num(pub) : std::string("-")) << " | "
+          << (published && pub > 0 ? num(p.efficiency / pub) : std::string("-")) << " |\n";
       }
-      s << "| " << case_name << " | " << (c.phase.empty() ? "(every " + std::string(to_string(c.kind)) + ")" : c.phase)
-        << " | " << to_string(c.kind) << " | " << kCeilingNames[size_t(c.ceiling)] << " | "
-        << kCurveVariableNames[size_t(c.x)] << " " << num(x, 6) << " | " << num(e) << " | "
-        << (published_name.empty() ? std::string("-") : num(pub)) << " | "
-        << (published_name.empty() || pub <= 0 ? std::string("-") : num(e / pub)) << " |\n";
-    }
   }
-  if (published_name.empty())
+  if (!published)
     s << "\nNo published calibration exists for " << r.ceilings.name << " (scenarios/calibration/" << r.ceilings.name
       << "-published.yaml): nothing to compare against.\n";
   s << "\nHeld-out points (sizes between the fitted ones, fresh inputs) and their calibrated error are in the "
@@ -121,8 +121,7 @@ Result run_kit(const std::vector<Case>& cases, const Ceilings& ce, const Timer& 
                const Calibration& uncalibrated, const Calibration* published, const std::string& published_name,
                const std::string& calibration_path, const std::string& report_path) {
   Result r = run(cases, ce, timer, o, uncalibrated);
-  const Calibration none;
-  const std::string report = kit_report(r, published ? *published : none, published ? published_name : "");
+  const std::string report = kit_report(cases, r, published, published_name);
   write_file_atomic(calibration_path, r.calibration_yaml);
   write_file_atomic(report_path, report);
   return r;

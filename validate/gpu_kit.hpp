@@ -33,7 +33,9 @@ Timer fake_timer(const Ceilings& ce, std::function<double(const Instance&)> effi
 // The kit's report (Markdown): the ceilings and the command, then per measured curve the points with the
 // published calibration's efficiency for the same phase at the same x (its named curve, else its kind's
 // curve, else its constant), and the ratio measured / published.
-std::string kit_report(const Result& measured, const Calibration& published, const std::string& published_name);
+// `published` may be null (no published calibration for this GPU).
+std::string kit_report(const std::vector<Case>& cases, const Result& measured, const Calibration* published,
+                       const std::string& published_name);
 
 // Runs the cases and writes the kit's two files atomically: `calibration_path` and `report_path`.
 // `published` may be null (no published calibration for this GPU): the report says so.
