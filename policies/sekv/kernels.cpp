@@ -35,11 +35,9 @@ PhaseKernelLinks phase_kernels() {
   PhaseKernelLink zoom;
   zoom.phase = "zoom_select";
   zoom.kernels = "opt::sekv_zoom (per query head: candidates over the threshold, their rank, the budget)";
-  zoom.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase&) {
-    // The spans: the route phase of the same step (the zoom selects among the routed spans).
-    PhaseList phases;
-    cost_model().decode_attention(d, v, s, phases);
-    const int64_t spans = int64_t(spans_of(d, v, s, phases.front()));
+  zoom.run = [](const Deployment& d, const ParamValues&, const StepShape& s, const Phase& model) {
+    // The spans it selects among: blocks::select counts 4 FLOPs per element per query head.
+    const int64_t spans = std::llround(model.work.flops / (double(d.model->layers) * s.batch * d.hq * 4));
     for (int h = 0; h < int(d.hq); ++h) kernel_blocks::sekv_zoom(spans, 0.5);
   };
   zoom.low = 0.45, zoom.high = 4;
