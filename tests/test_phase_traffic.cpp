@@ -99,4 +99,7 @@ TEST(PhaseTraffic, TheCliPrintsJsonPerPhaseAndRefusesAnUnknownPolicy) {
   EXPECT_NE(bad.out.find("--policy"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("nope"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("quest"), std::string::npos) << bad.out;
+  const RunResult csv = run_kvsim("validate --device emu --policy quest --format csv");
+  EXPECT_EQ(csv.exit_code, 2);
+  EXPECT_NE(csv.out.find("--format"), std::string::npos) << csv.out;
 }

@@ -73,6 +73,8 @@ namespace {
 // --device emu: traffic, not time — the emulator counts what each phase's kernels move
 // (policies/phase_traffic.hpp).
 int run_emu_traffic(const ValidateCommand& c) {
+  if (c.format == "csv")
+    throw_input_error("command line", 0, "--format", "csv is not available with --device emu; use table or json");
   const GpuSpec gpu = load_gpu_file(
       resolve(LibraryKind::hardware, c.hardware.empty() ? "h100-sxm" : c.hardware, "command line", 0, "--hardware"));
   const HostSpec host = load_host_file(resolve(LibraryKind::host, c.host.empty() ? gpu.default_host : c.host,
