@@ -67,11 +67,12 @@ class Builder {
     std::fill(std::begin(last_on_), std::end(last_on_), kNone);
     plan_dispatch_shares();
     sims_.resize(pol.size() + dense.size());
+    for (auto* f : {&first_, &first_dispatch_}) f->assign(3 * sims_.size(), kNone);
   }
 
   void build(int layers) {
     // The step's operators issued before the first layer (Machine::dispatch_step_pre_s).
-    if (m_.dispatch_step_pre_s > 0) dispatch("dispatch step (before the layers)", m_.dispatch_step_pre_s, -1);
+    if (m_.dispatch_step_pre_s > 0) dispatch("dispatch step (before the layers)", "", m_.dispatch_step_pre_s, -1);
     // Once-per-step policy phases (e.g. CHESS's selection) run before the first layer.
     for (size_t i = 0; i < pol_.size(); ++i)
       if (pol_[i].repeat <= 1) add(pol_[i], instance(pol_[i], m_), i, -1, step_share(pol_[i]));
@@ -119,17 +120,24 @@ class Builder {
     return s;
   }
 
-  // A host dispatch node, chained after the previous one; `after_gpu` also makes it wait for the last
-  // kernel issued on the GPU's main stream (a host-device sync).
-  size_t dispatch(std::string name, double host_s, int layer, bool after_gpu = false) {
+  // A host dispatch node named `prefix` + `name`, chained after the previous one; `after_gpu` also makes
+  // it wait for the last kernel issued on the GPU's main stream (a host-device sync). `first`: where a
+  // node issuing the same phase in another layer is kept (it is repeated, add_repeat), or null.
+  size_t dispatch(const char* prefix, const std::string& name, double host_s, int layer, bool after_gpu = false,
+                  size_t* first = nullptr) {
     if (!m_.has_dispatch() || !(host_s > 0 || after_gpu)) return kNone;  // a sync holds the host even with nothing to issue
-    host_s = std::max(0.0, host_s);
-    SimPhase& d = dispatch_;  // reused: its name and amounts keep their storage from node to node
-    d.name = std::move(name);
-    d.latency = d.min_seconds = 0;
-    d.amount.assign(size_t(Resource::count), 0.0);
-    d.amount[size_t(Resource::host_dispatch)] = host_s;
-    const size_t id = node(d, kNone, layer);
+    size_t id;
+    if (first && *first != kNone) {
+      id = repeat(*first, kNone, layer);
+    } else {
+      SimPhase& d = dispatch_;  // reused: its name and amounts keep their storage from node to node
+      d.name.assign(prefix).append(name);
+      d.latency = d.min_seconds = 0;
+      d.amount.assign(size_t(Resource::count), 0.0);
+      d.amount[size_t(Resource::host_dispatch)] = std::max(0.0, host_s);
+      id = node(d, kNone, layer);
+      if (first) *first = id;
+    }
     if (last_dispatch_ != kNone) g_.graph.add_edge(last_dispatch_, id);
     const size_t gpu = last_on_[size_t(Stream::gpu)];
     if (after_gpu && gpu != kNone) g_.graph.add_edge(gpu, id);
@@ -143,13 +151,28 @@ class Builder {
     g_.layer.push_back(layer);
     return id;
   }
+  size_t repeat(size_t of, size_t src, int layer) {
+    const size_t id = g_.graph.add_repeat(of);
+    g_.source.push_back(src);
+    g_.layer.push_back(layer);
+    return id;
+  }
 
-  // A phase (or a piece of one) on its stream, after its dispatch when there is one.
-  size_t add(const Phase& p, const SimPhase& s, size_t src, int layer, double host_s, bool sync = false) {
-    // The node's name is built only when there is a dispatch stream: this runs for every node of every
-    // simulated step.
-    const size_t issued = m_.has_dispatch() ? dispatch("dispatch " + s.name, host_s, layer, sync) : kNone;
-    const size_t id = node(s, src, layer);
+  // A phase (or a piece of one) on its stream, after its dispatch when there is one. `piece`: for a
+  // per-layer phase, which node of it this is (0 whole, 1 lead, 2 rest): every layer's is the same
+  // phase, laid out once and repeated (StepGraph::add_repeat); -1 for a once-per-step phase.
+  size_t add(const Phase& p, const SimPhase& s, size_t src, int layer, double host_s, bool sync = false, int piece = -1) {
+    const size_t slot = piece >= 0 ? 3 * src + size_t(piece) : kNone;
+    const size_t issued = m_.has_dispatch()
+                              ? dispatch("dispatch ", s.name, host_s, layer, sync, slot != kNone ? &first_dispatch_[slot] : nullptr)
+                              : kNone;
+    size_t id;
+    if (slot != kNone && first_[slot] != kNone) {
+      id = repeat(first_[slot], src, layer);
+    } else {
+      id = node(s, src, layer);
+      if (slot != kNone) first_[slot] = id;
+    }
     if (issued != kNone) g_.graph.add_edge(issued, id);
     size_t& prev = last_on_[size_t(p.stream)];
     if (prev != kNone) g_.graph.add_edge(prev, id);
@@ -165,25 +188,29 @@ class Builder {
     const bool pre = sync_at_ != kNone && i < sync_at_;
     const double per_launch = pre ? per_launch_pre_ : per_launch_post_;
     if (i != sync_at_) {
-      const size_t id = add(p, per_layer(i), i, l, per_launch * launches_of(p));
+      const size_t id = add(p, per_layer(i), i, l, per_launch * launches_of(p), false, 0);
       return {id, id};
     }
     const SimPhase& whole = per_layer(i);
     if (!(p.lead_fraction > 0)) {
-      const size_t id = add(p, whole, i, l, per_launch * launches_of(p), true);
+      const size_t id = add(p, whole, i, l, per_launch * launches_of(p), true, 0);
       return {id, id};
     }
     const double lead_l = lead_launches(p), all_l = launches_of(p);
     const double f_lat = all_l > 0 ? lead_l / all_l : 0;
-    const size_t lead = add(p, piece(whole, " (kv append)", p.lead_fraction, f_lat), i, l, per_launch_pre_ * lead_l);
-    const size_t rest = add(p, piece(whole, "", 1 - p.lead_fraction, 1 - f_lat), i, l, per_launch_post_ * (all_l - lead_l), true);
+    // The pieces are made for the first layer only; later layers repeat its nodes.
+    const bool made = first_[3 * i + 1] != kNone;
+    const size_t lead = add(p, made ? whole : piece(whole, " (kv append)", p.lead_fraction, f_lat), i, l,
+                            per_launch_pre_ * lead_l, false, 1);
+    const size_t rest = add(p, made ? whole : piece(whole, "", 1 - p.lead_fraction, 1 - f_lat), i, l,
+                            per_launch_post_ * (all_l - lead_l), true, 2);
     return {lead, rest};
   }
 
   void add_layer(int l) {
     const size_t np = pol_.size();
     const double qkv_share = (sync_at_ != kNone ? per_launch_pre_ : per_launch_post_) * launches_of(dense_[qkv_]);
-    const size_t q = add(dense_[qkv_], per_layer(np + qkv_), np + qkv_, l, qkv_share);
+    const size_t q = add(dense_[qkv_], per_layer(np + qkv_), np + qkv_, l, qkv_share, false, 0);
     std::vector<size_t>& node_of = node_of_;  // reused: no allocation per layer
     node_of.assign(np, kNone);
     for (size_t i = 0; i < np; ++i) {
@@ -201,7 +228,7 @@ class Builder {
     bool first_post = true;
     for (size_t i = 0; i < dense_.size(); ++i) {
       if (i == qkv_ || dense_[i].repeat <= 1) continue;
-      const size_t id = add(dense_[i], per_layer(np + i), np + i, l, per_launch_post_ * launches_of(dense_[i]));
+      const size_t id = add(dense_[i], per_layer(np + i), np + i, l, per_launch_post_ * launches_of(dense_[i]), false, 0);
       if (first_post) {
         for (size_t k = 0; k < np; ++k)
           if (pol_[k].repeat > 1 && !pol_[k].detached && pol_[k].stream != Stream::gpu) g_.graph.add_edge(node_of[k], id);
@@ -220,6 +247,9 @@ class Builder {
   std::vector<size_t> node_of_;  // the layer's last node of each policy phase (add_layer)
   std::vector<SimPhase> sims_;   // per_layer's conversions; an empty amount: not converted yet
   SimPhase dispatch_;            // dispatch()'s node, refilled for each
+  // Per (source, piece: whole, lead, rest): the first layer's node of a per-layer phase, and of its
+  // dispatch, which later layers repeat.
+  std::vector<size_t> first_, first_dispatch_;
   double per_launch_pre_ = 0, per_launch_post_ = 0, per_launch_step_ = 0;
 };
 }  // namespace

@@ -139,7 +139,8 @@ StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues
       const sim::DecodeGraph g = sim::build_decode_graph(policy_phases, dense, d.model->layers, d.machine);
       r.seconds = g.graph.run(sim::capacities(d.machine), sim::couplings(d.machine)).makespan;
     } else {
-      r.seconds = sim::simulate_decode_step(policy_phases, dense, d.model->layers, d.machine).timing.makespan;
+      r.seconds =
+          sim::simulate_decode_step(policy_phases, dense, d.model->layers, d.machine, sim::Detail::makespan).timing.makespan;
     }
     r.simulated = true;
   }

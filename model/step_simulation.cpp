@@ -6,7 +6,7 @@
 namespace kvsim::sim {
 
 SimulatedStep simulate_decode_step(const std::vector<Phase>& pol, const std::vector<Phase>& dense, int layers,
-                                   const Machine& m) {
+                                   const Machine& m, Detail detail) {
   const auto cap = capacities(m);
   const auto cp = couplings(m);
   SimulatedStep out;
@@ -15,12 +15,12 @@ SimulatedStep simulate_decode_step(const std::vector<Phase>& pol, const std::vec
   if (layers > kShortcutLayers) {
     build_decode_graph(g, pol, dense, kShortcutLayers, m);
     g.graph.prepare();  // the same edges from step to step of a policy: rows and cycle check kept
-    out.timing = g.graph.run_periodic(cap, cp, g.layer, &out.report, layers - kShortcutLayers);
+    out.timing = g.graph.run_periodic(cap, cp, g.layer, &out.report, layers - kShortcutLayers, detail);
     out.built_layers = kShortcutLayers;
     if (out.report.outcome == PeriodicOutcome::extrapolated) return out;
   }
   build_decode_graph(g, pol, dense, layers, m);
-  out.timing = g.graph.run_periodic(cap, cp, g.layer, &out.report);
+  out.timing = g.graph.run_periodic(cap, cp, g.layer, &out.report, 0, detail);
   out.built_layers = layers;
   return out;
 }

@@ -13,7 +13,7 @@
 namespace kvsim::sim {
 
 // The layers laid out for the shortcut: enough for a warm-up, two boundaries and the last layers.
-inline constexpr int kShortcutLayers = 6;
+inline constexpr int kShortcutLayers = 5;
 
 struct SimulatedStep {
   SimTiming timing;       // of the graph that was built (see `built_layers`)
@@ -21,7 +21,9 @@ struct SimulatedStep {
   int built_layers = 0;   // kShortcutLayers, or the model's layers where the short graph found no period
 };
 
+// `detail`: Detail::makespan leaves the timing's utilization and critical path empty (a planner
+// reads the makespan alone).
 SimulatedStep simulate_decode_step(const std::vector<Phase>& policy_phases, const std::vector<Phase>& dense, int layers,
-                                   const Machine& m);
+                                   const Machine& m, Detail detail = Detail::full);
 
 }  // namespace kvsim::sim

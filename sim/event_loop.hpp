@@ -24,29 +24,51 @@ struct StepGraph::Loop {
   size_t n;
   Adjacency own;         // the edges as rows, made here when the graph was not prepared
   const Adjacency& adj;  // own, or the graph's (StepGraph::prepare)
-  std::vector<double> solo;
-  std::vector<double> use;  // per phase and resource: amount / solo, its use per second at full speed
-  std::vector<State> state;
-  std::vector<size_t> pending;
-  std::vector<double> remaining;  // seconds of delay, or fraction of the flow left
+  // The per-run arrays live in a per-thread workspace (Workspace below), so that a planner timing
+  // millions of steps allocates nothing per step but the result it returns.
+  struct Workspace {
+    std::vector<double> solo, remaining;
+    std::vector<SparseFlow> flow;  // per phase: its nonzero use per second at full speed (amount / solo)
+    std::vector<uint8_t> flow_resource;
+    std::vector<double> flow_use;
+    std::vector<uint32_t> resource_mask;  // per phase: bit r set when it uses resource r (couplings)
+    std::vector<uint32_t> flow_start, proto_mask;  // per distinct phase
+    std::vector<double> proto_solo;
+    std::vector<State> state;
+    std::vector<size_t> pending, active, done_in_layer, log, flowing, ready;
+    std::vector<SparseFlow> rows;
+    std::vector<double> cap_now, x;
+    FairShareScratch scratch;
+  };
+  static Workspace& workspace() {
+    thread_local Workspace w;
+    return w;
+  }
+  Workspace& w = workspace();
+  std::vector<double>& solo = w.solo;
+  std::vector<State>& state = w.state;
+  std::vector<size_t>& pending = w.pending;
+  std::vector<double>& remaining = w.remaining;  // seconds of delay, or fraction of the flow left
   SimTiming t;
   double now = 0;
   size_t done = 0;
-  std::vector<size_t> active;  // phases in delay or flow, in the order the oracle visits them
+  std::vector<size_t>& active = w.active;  // phases in delay or flow, in the order the oracle visits them
 
   // Bookkeeping for run_periodic only (null/unused in run): each phase's layer (-1: none), finished
   // phases per layer, the highest layer with a phase released or started, and a log of events
   // (2 * phase + 1 for a finish, 2 * phase for a start).
   const std::vector<int>* layer = nullptr;
-  std::vector<size_t> done_in_layer;
+  std::vector<size_t>& done_in_layer = w.done_in_layer;
   int touched_hi = -1;
-  std::vector<size_t> log;
+  std::vector<size_t>& log = w.log;
 
-  // step()'s working space, kept across events.
-  std::vector<size_t> flowing, ready;
-  std::vector<const double*> rows;  // the flowing phases' rows of `use`
-  std::vector<double> cap_now, x;
-  FairShareScratch scratch;
+  // step()'s working space, kept across events (and runs).
+  std::vector<size_t>& flowing = w.flowing;
+  std::vector<size_t>& ready = w.ready;
+  std::vector<SparseFlow>& rows = w.rows;  // the flowing phases' flows
+  std::vector<double>& cap_now = w.cap_now;
+  std::vector<double>& x = w.x;
+  FairShareScratch& scratch = w.scratch;
 
   Loop(const StepGraph& graph, const std::vector<double>& c, const std::vector<Coupling>& cp)
       : g(graph),
@@ -56,17 +78,68 @@ struct StepGraph::Loop {
         own(graph.prepared_ ? Adjacency{} : graph.adjacency()),
         adj(graph.prepared_ ? graph.adj_ : own) {
     if (cap.size() != g.resources_) throw std::invalid_argument("wrong number of capacities");
+    if (g.resources_ > 32) throw std::invalid_argument("the simulator handles at most 32 resources");
     if (!g.prepared_) g.check_acyclic(own);
-    solo = g.solo_times(cap);
-    use.assign(n * g.resources_, 0.0);
-    for (size_t i = 0; i < n; ++i)
-      if (solo[i] > 0)
-        for (size_t r = 0; r < g.resources_; ++r) use[i * g.resources_ + r] = g.phases_[i].amount[r] / solo[i];
+    flows();
     state.assign(n, State::waiting);
     pending.resize(n);
     remaining.resize(n);
+    active.clear(), done_in_layer.clear(), log.clear(), ready.clear();
     t.start.assign(n, 0.0);
     t.finish.assign(n, 0.0);
+  }
+
+  // Each phase's solo flow time (its roofline without latency) and its use per second at full speed,
+  // amount / solo, as its nonzero entries: one pass over the amounts (mostly zero) of each distinct
+  // phase, shared by its repeats.
+  void flows() {
+    const size_t R = g.resources_, D = g.distinct_;
+    w.flow_resource.clear();
+    w.flow_use.clear();
+    w.proto_mask.assign(D, 0);
+    w.proto_solo.resize(D);
+    std::vector<uint32_t>& start = w.flow_start;
+    start.resize(D + 1);
+    for (size_t d = 0; d < D; ++d) {
+      const SimPhase& p = g.phases_[d];
+      const size_t first = w.flow_use.size();
+      start[d] = uint32_t(first);
+      double s = p.min_seconds;
+      for (size_t r = 0; r < R; ++r) {
+        const double a = p.amount[r];
+        if (a == 0) continue;
+        if (a > 0) {
+          if (!(cap[r] > 0)) throw std::invalid_argument("phase " + p.name + " needs a resource of capacity 0");
+          s = std::max(s, a / cap[r]);
+        }
+        w.flow_resource.push_back(uint8_t(r));
+        w.flow_use.push_back(a);
+      }
+      w.proto_solo[d] = s;
+      // amount -> use; a phase with no flow time never flows, and a use that underflows to 0 is none.
+      size_t kept = first;
+      if (s > 0)
+        for (size_t k = first; k < w.flow_use.size(); ++k) {
+          const double u = w.flow_use[k] / s;
+          const uint8_t r = w.flow_resource[k];
+          if (u == 0) continue;
+          w.flow_resource[kept] = r;
+          w.flow_use[kept++] = u;
+          if (u > 0) w.proto_mask[d] |= 1u << r;
+        }
+      w.flow_resource.resize(kept);
+      w.flow_use.resize(kept);
+    }
+    start[D] = uint32_t(w.flow_use.size());
+    w.flow.resize(n);
+    w.resource_mask.resize(n);
+    solo.resize(n);
+    for (size_t i = 0; i < n; ++i) {  // after the pushes: the pointers stay valid
+      const uint32_t d = g.proto_[i];
+      w.flow[i] = {w.flow_resource.data() + start[d], w.flow_use.data() + start[d], start[d + 1] - start[d]};
+      w.resource_mask[i] = w.proto_mask[d];
+      solo[i] = w.proto_solo[d];
+    }
   }
 
   void touch(size_t i) {
@@ -96,7 +169,8 @@ struct StepGraph::Loop {
       t.start[i] = now;
       touch(i);
       if (layer) log.push_back(2 * i);
-      if (g.phases_[i].latency > 0) { state[i] = State::delay; remaining[i] = g.phases_[i].latency; active.push_back(i); }
+      const double latency = g.phase(i).latency;
+      if (latency > 0) { state[i] = State::delay; remaining[i] = latency; active.push_back(i); }
       else if (solo[i] > 0) { state[i] = State::flow; remaining[i] = 1.0; active.push_back(i); }
       else finish(i, ready);
     }
@@ -115,16 +189,16 @@ struct StepGraph::Loop {
   void step() {
     flowing.clear();
     rows.clear();
+    uint32_t in_use = 0;  // the resources the flowing phases use
     for (size_t i : active)
       if (state[i] == State::flow) {
         flowing.push_back(i);
-        rows.push_back(&use[i * g.resources_]);
+        rows.push_back(w.flow[i]);
+        in_use |= w.resource_mask[i];
       }
     const std::vector<double>* c_now = &cap;
     for (const Coupling& c : couplings) {
-      bool on_a = false, on_b = false;
-      for (const double* u : rows) on_a |= u[c.a] > 0, on_b |= u[c.b] > 0;
-      if (!(on_a && on_b)) continue;
+      if (!((in_use >> c.a) & 1u) || !((in_use >> c.b) & 1u)) continue;
       if (c_now == &cap) cap_now = cap, c_now = &cap_now;
       cap_now[c.a] = std::min(cap[c.a], c.a_both), cap_now[c.b] = std::min(cap[c.b], c.b_both);
     }
@@ -145,7 +219,7 @@ struct StepGraph::Loop {
     for (size_t i : active) {
       if (state[i] != State::delay) continue;
       remaining[i] -= dt;
-      if (remaining[i] <= kEps * std::max(1.0, g.phases_[i].latency)) {
+      if (remaining[i] <= kEps * std::max(1.0, g.phase(i).latency)) {
         if (solo[i] > 0) { state[i] = State::flow; remaining[i] = 1.0; }
         else finish(i, ready);
       }

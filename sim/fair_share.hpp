@@ -12,6 +12,7 @@
 // speed. Resource models (HBM, PCIe, DRAM, compute) only map their phases' work onto `use`.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace kvsim::sim {
@@ -23,14 +24,23 @@ struct Flow {
 // Returns x for each flow. capacities.size() must equal every flow's use.size().
 std::vector<double> max_min_fair(const std::vector<double>& capacities, const std::vector<Flow>& flows);
 
-// The same for `n` flows given by their use rows (`use[i]`: resources() values), into `x`, with
-// working space kept by the caller: the event loop calls it at every event, and an event should
+// A flow's use as its nonzero entries only: a phase touches one to three of the machine's resources,
+// and the event loop solves at every event, so the solver visits only what a flow uses. Skipping the
+// zero entries changes no bit of the result (adding +0 to a non-negative sum is exact).
+struct SparseFlow {
+  const uint8_t* resource;  // `count` resource indices, ascending
+  const double* use;        // their use per second at x = 1, nonzero
+  uint32_t count;
+};
+
+// The same for `n` sparse flows into `x`, with working space kept by the caller: an event should
 // allocate nothing.
 struct FairShareScratch {
   std::vector<double> left, demand;
-  std::vector<char> frozen;
+  std::vector<char> frozen, seen;
+  std::vector<uint32_t> used;  // the resources the flows use, in the order met (min is exact in any order)
 };
-void max_min_fair(const std::vector<double>& capacities, const double* const* use, std::size_t n, std::vector<double>& x,
+void max_min_fair(const std::vector<double>& capacities, const SparseFlow* flows, std::size_t n, std::vector<double>& x,
                   FairShareScratch& scratch);
 
 }  // namespace kvsim::sim

@@ -35,7 +35,7 @@ struct StepGraph::Periodic {
   // releases phases in). The first layers (edges from the phases before them, or from layers that do
   // not exist) and the last (edges to the phases after them: L-1 in a decode step) may differ: a
   // period starts only at or past `generic`, and no copied period reaches past `last_generic`.
-  bool laid_out() {
+  bool laid_out(int extra) {
     const size_t n = g.size_;
     if (layer.size() != n) return false;
     size_t count = 0;
@@ -56,15 +56,19 @@ struct StepGraph::Periodic {
     while (last_generic > 0 && !repeats(last_generic - 1)) --last_generic;
     generic = last_generic;
     while (generic > 0 && repeats(generic - 1)) --generic;
-    return last_generic - generic >= 3;  // room for two boundaries and a period to copy
+    // Room for two boundaries and a period to copy; a graph standing for a longer one copies its periods
+    // into the layers it stands for (the jump may copy none here), so two boundaries suffice.
+    return last_generic - generic >= (extra > 0 ? 2 : 3);
   }
 
   // Layer l + 1 is layer l again.
   bool repeats(int l) const {
     for (size_t j = 0; j < per; ++j) {
       const size_t a = at(l, j), b = at(l + 1, j);
-      const SimPhase &pa = g.phases_[a], &pb = g.phases_[b];
-      if (pa.latency != pb.latency || pa.min_seconds != pb.min_seconds || pa.amount != pb.amount) return false;
+      if (g.proto_[a] != g.proto_[b]) {  // repeats of one phase are equal without a look
+        const SimPhase &pa = g.phase(a), &pb = g.phase(b);
+        if (pa.latency != pb.latency || pa.min_seconds != pb.min_seconds || pa.amount != pb.amount) return false;
+      }
       if (adj.in_start[a + 1] - adj.in_start[a] != adj.in_start[b + 1] - adj.in_start[b]) return false;
       if (adj.out_start[a + 1] - adj.out_start[a] != adj.out_start[b + 1] - adj.out_start[b]) return false;
       for (uint32_t ea = adj.out_start[a], eb = adj.out_start[b]; ea < adj.out_start[a + 1]; ++ea, ++eb)
@@ -79,6 +83,7 @@ struct StepGraph::Periodic {
   // left empty when the boundary cannot start a period (a phase outside the layers is running).
   void snapshot(const Loop& s, int l, std::vector<double>& out) const {
     out.clear();
+    out.reserve(2 + 3 * per * 3 + 2 * g.size_);
     int lo = 0;
     while (lo < layers && s.done_in_layer[size_t(lo)] == per) ++lo;
     const int hi = std::max(s.touched_hi, l);
@@ -100,11 +105,15 @@ struct StepGraph::Periodic {
       out.push_back(layer[i] - l);
       out.push_back(double(i - at(layer[i], 0)));
     }
-    for (size_t i = 0; i < layer.size(); ++i)
-      if (layer[i] < 0) {
+    // The phases outside the layers: before the first and after the last (the layers are contiguous).
+    auto outside = [&](size_t from, size_t to) {
+      for (size_t i = from; i < to; ++i) {
         out.push_back(double(s.state[i]));
         out.push_back(double(s.pending[i]));
       }
+    };
+    outside(0, first);
+    outside(at(layers, 0), layer.size());
   }
 
   // Layer l1's boundary repeats layer l1-1's: copy the period's events (s.log, since that boundary,
@@ -156,22 +165,23 @@ struct StepGraph::Periodic {
   std::vector<double> layer_amount() const {
     std::vector<double> moved(g.resources_, 0.0);
     for (size_t j = 0; j < per; ++j)
-      for (size_t r = 0; r < g.resources_; ++r) moved[r] += g.phases_[at(generic, j)].amount[r];
+      for (size_t r = 0; r < g.resources_; ++r) moved[r] += g.phase(at(generic, j)).amount[r];
     return moved;
   }
 };
 
 SimTiming StepGraph::run_periodic(const std::vector<double>& cap, const std::vector<Coupling>& couplings,
-                                  const std::vector<int>& layer, PeriodicReport* report, int extra) const {
+                                  const std::vector<int>& layer, PeriodicReport* report, int extra,
+                                  Detail detail) const {
   PeriodicCounters& counters = periodic_counters();
   Loop s(*this, cap, couplings);
   Periodic p{*this, layer, s.adj};
-  if (!p.laid_out()) {
+  if (!p.laid_out(extra)) {
     ++counters.no_layer_structure;
     if (report) *report = {PeriodicOutcome::no_layer_structure, 0};
     s.init();
     while (s.done < s.n) s.step();
-    summarize(s.t, cap, s.adj);
+    summarize(s.t, cap, s.adj, detail);
     return std::move(s.t);
   }
   s.layer = &layer;
@@ -215,15 +225,13 @@ SimTiming StepGraph::run_periodic(const std::vector<double>& cap, const std::vec
   }
   ++(extrapolated ? counters.extrapolated : counters.no_period);
   if (report) *report = {extrapolated ? PeriodicOutcome::extrapolated : PeriodicOutcome::no_period, shifted_from};
-  summarize(s.t, cap, s.adj);
-  if (extrapolated && extra > 0 && s.t.makespan > 0) {
+  if (extrapolated && extra > 0 && detail == Detail::full) {
     // The longer graph moves `extra` layers' amounts more over its makespan.
-    const std::vector<double> one = p.layer_amount();
-    for (size_t r = 0; r < resources_; ++r) {
-      double moved = extra * one[r];
-      for (size_t i = 0; i < size_; ++i) moved += phases_[i].amount[r];
-      s.t.utilization[r] = moved / (cap[r] * s.t.makespan);
-    }
+    std::vector<double> more = p.layer_amount();
+    for (double& a : more) a *= extra;
+    summarize(s.t, cap, s.adj, detail, &more);
+  } else {
+    summarize(s.t, cap, s.adj, detail);
   }
   return std::move(s.t);
 }

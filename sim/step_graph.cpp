@@ -13,21 +13,32 @@ namespace kvsim::sim {
 size_t StepGraph::add_phase(SimPhase&& p) {
   if (p.amount.size() != resources_) throw std::invalid_argument("phase " + p.name + ": wrong number of resources");
   prepared_ = false;
-  if (size_ < phases_.size()) phases_[size_] = std::move(p);
+  if (distinct_ < phases_.size()) phases_[distinct_] = std::move(p);
   else phases_.push_back(std::move(p));
+  proto_.push_back(uint32_t(distinct_++));
   return size_++;
 }
 
 size_t StepGraph::add_phase(const SimPhase& p) {
   if (p.amount.size() != resources_) throw std::invalid_argument("phase " + p.name + ": wrong number of resources");
   prepared_ = false;
-  if (size_ < phases_.size()) phases_[size_] = p;  // copy-assigned: the slot's name and amounts keep their storage
+  if (distinct_ < phases_.size()) phases_[distinct_] = p;  // copy-assigned: the slot's name and amounts keep their storage
   else phases_.push_back(p);
+  proto_.push_back(uint32_t(distinct_++));
+  return size_++;
+}
+
+size_t StepGraph::add_repeat(size_t of) {
+  if (of >= size_) throw std::invalid_argument("repeat of an unknown phase");
+  prepared_ = false;
+  proto_.push_back(proto_[of]);
   return size_++;
 }
 
 void StepGraph::reset() {
   size_ = 0;
+  distinct_ = 0;
+  proto_.clear();
   edges_.clear();
   prepared_ = false;
 }
@@ -81,34 +92,24 @@ void StepGraph::check_acyclic(const Adjacency& a) const {
   if (seen != n) throw std::invalid_argument("the phase graph has a cycle");
 }
 
-// Solo flow time of each phase (its roofline without latency); its per-second use at x = 1 is amount / solo.
-std::vector<double> StepGraph::solo_times(const std::vector<double>& cap) const {
-  const size_t n = size_;
-  std::vector<double> solo(n, 0.0);
-  for (size_t i = 0; i < n; ++i) {
-    solo[i] = phases_[i].min_seconds;
-    for (size_t r = 0; r < resources_; ++r) {
-      if (phases_[i].amount[r] <= 0) continue;
-      if (!(cap[r] > 0)) throw std::invalid_argument("phase " + phases_[i].name + " needs a resource of capacity 0");
-      solo[i] = std::max(solo[i], phases_[i].amount[r] / cap[r]);
-    }
-  }
-  return solo;
-}
-
 // Once every phase has its finish time: the makespan, each resource's utilization and the critical path.
-void StepGraph::summarize(SimTiming& t, const std::vector<double>& cap, const Adjacency& a) const {
+void StepGraph::summarize(SimTiming& t, const std::vector<double>& cap, const Adjacency& a, Detail detail,
+                          const std::vector<double>* moved_before) const {
   const size_t n = size_;
   size_t last = 0;
   for (size_t i = 0; i < n; ++i)
     if (t.finish[i] > t.makespan) t.makespan = t.finish[i], last = i;
-  t.utilization.assign(resources_, 0.0);
-  if (t.makespan > 0)
-    for (size_t r = 0; r < resources_; ++r) {
-      double moved = 0;
-      for (size_t i = 0; i < n; ++i) moved += phases_[i].amount[r];
-      t.utilization[r] = moved / (cap[r] * t.makespan);
-    }
+  if (detail == Detail::makespan) return;
+  // Per resource the amount every phase moves, summed in phase order (phases outer: each phase's
+  // amounts are contiguous), after `moved_before`.
+  t.utilization = moved_before ? *moved_before : std::vector<double>(resources_, 0.0);
+  if (t.makespan > 0) {
+    for (size_t i = 0; i < n; ++i)
+      for (size_t r = 0; r < resources_; ++r) t.utilization[r] += phase(i).amount[r];
+    for (size_t r = 0; r < resources_; ++r) t.utilization[r] /= cap[r] * t.makespan;
+  } else {
+    t.utilization.assign(resources_, 0.0);
+  }
   // Walk back from the last phase to finish through the predecessor that finished last (the one that
   // released it): the chain of dependencies that sets the makespan.
   if (n > 0) {
@@ -128,7 +129,7 @@ SimTiming StepGraph::run(const std::vector<double>& cap, const std::vector<Coupl
   Loop loop(*this, cap, couplings);
   loop.init();
   while (loop.done < loop.n) loop.step();
-  summarize(loop.t, cap, loop.adj);
+  summarize(loop.t, cap, loop.adj, Detail::full);
   return std::move(loop.t);
 }
 

@@ -38,6 +38,11 @@ struct SimTiming {
   std::vector<size_t> critical_path;  // phases from a source to the last to finish, each released by the one before
 };
 
+// What a run computes besides the phases' start and finish times: everything (utilization and the
+// critical path), or the makespan alone, for a caller that reads nothing else (a planner timing
+// millions of steps).
+enum class Detail { full, makespan };
+
 // How run_periodic timed a graph (periodic_step.hpp).
 enum class PeriodicOutcome { extrapolated, no_layer_structure, no_period };
 struct PeriodicReport {
@@ -52,6 +57,9 @@ class StepGraph {
   explicit StepGraph(size_t resources) : resources_(resources) {}
   size_t add_phase(SimPhase&& p);
   size_t add_phase(const SimPhase& p);
+  // A phase equal to phase `of` (its name, latency, amounts and limit): the same phase in another
+  // layer. Stored once, and the simulator derives its rates once for all its repeats.
+  size_t add_repeat(size_t of);
   // Empties the graph but keeps its phases' storage: a planner lays out a step for every design point,
   // and refilling the same slots saves most of the allocations.
   void reset();
@@ -61,7 +69,10 @@ class StepGraph {
   void prepare();
   void add_edge(size_t before, size_t after);  // `after` waits for `before`
   size_t size() const { return size_; }
-  const SimPhase& phase(size_t i) const { return phases_[i]; }
+  const SimPhase& phase(size_t i) const { return phases_[proto_[i]]; }
+  // Phase i is distinct phase proto(i) (add_repeat); distinct phases are numbered in the order added.
+  size_t proto(size_t i) const { return proto_[i]; }
+  size_t distinct() const { return distinct_; }
 
   // Simulates the DAG on resources of the given capacities (units per second). Throws
   // std::invalid_argument on a cycle or a capacity that is not positive where a phase needs it.
@@ -74,7 +85,8 @@ class StepGraph {
   // each phase's times those of the phase it stands for (PeriodicReport::shifted_from), when the
   // report says `extrapolated`; otherwise the result is this graph's alone.
   SimTiming run_periodic(const std::vector<double>& capacity, const std::vector<Coupling>& couplings,
-                         const std::vector<int>& layer, PeriodicReport* report = nullptr, int extra_layers = 0) const;
+                         const std::vector<int>& layer, PeriodicReport* report = nullptr, int extra_layers = 0,
+                         Detail detail = Detail::full) const;
 
  private:
   struct Loop;      // the event loop (event_loop.hpp), shared by run and run_periodic
@@ -89,12 +101,15 @@ class StepGraph {
   Adjacency adjacency() const;
   // Pieces of run(); each runs once per call, outside its event loop.
   void check_acyclic(const Adjacency& a) const;  // throws std::invalid_argument on a cycle
-  std::vector<double> solo_times(const std::vector<double>& cap) const;  // per phase: roofline without latency
   // makespan, utilization, critical path
-  void summarize(SimTiming& t, const std::vector<double>& cap, const Adjacency& a) const;
+  // (with Detail::makespan only the makespan). `moved_before`: per resource, an amount moved besides
+  // the graph's phases (the extra layers of run_periodic's longer graph), added first.
+  void summarize(SimTiming& t, const std::vector<double>& cap, const Adjacency& a, Detail detail,
+                 const std::vector<double>* moved_before = nullptr) const;
   size_t resources_;
-  std::vector<SimPhase> phases_;  // the first size_ are the graph's; the rest are storage kept by reset()
-  size_t size_ = 0;
+  std::vector<SimPhase> phases_;  // the first distinct_ are the graph's; the rest are storage kept by reset()
+  std::vector<uint32_t> proto_;   // per phase: its index in phases_
+  size_t size_ = 0, distinct_ = 0;
   std::vector<std::pair<uint32_t, uint32_t>> edges_;  // (before, after), in the order added
   Adjacency adj_;                                     // prepare()'s, made from adj_edges_ on adj_size_ phases
   std::vector<std::pair<uint32_t, uint32_t>> adj_edges_;

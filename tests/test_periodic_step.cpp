@@ -129,6 +129,10 @@ TEST(PeriodicStep, EqualsTheFullSimulationOnRandomSteps) {
     // The short graph standing for the whole one (what decode_step runs): the makespan, the busy time
     // of every resource and each phase of the short graph at the place it stands for.
     const sim::SimulatedStep step = sim::simulate_decode_step(pol, dense, L, d.machine);
+    // What the planner asks for (the makespan alone) is the same number, bit for bit.
+    EXPECT_EQ(sim::simulate_decode_step(pol, dense, L, d.machine, sim::Detail::makespan).timing.makespan,
+              step.timing.makespan)
+        << c.label;
     if (step.built_layers < L) {
       ++short_graph;
       const sim::DecodeGraph sg = sim::build_decode_graph(pol, dense, step.built_layers, d.machine);

@@ -6,6 +6,9 @@
 #include "model/library.hpp"
 #include "model/plan.hpp"
 #include "policies/registry.hpp"
+#include "model/decode_graph.hpp"
+#include "model/resources.hpp"
+#include "model/step_simulation.hpp"
 #include "sim/periodic_step.hpp"
 
 namespace {
@@ -115,3 +118,34 @@ void BM_PlanPolicyCalibrated(benchmark::State& state) {
 BENCHMARK(BM_PlanPolicyCalibrated)->DenseRange(0, 8);
 
 }  // namespace
+
+// The pieces of a simulated design point, for the offloading policies (args: index into
+// all_policies()): the phase lists, laying the short graph out, and timing it (run_periodic). Where
+// BM_PlanPolicy's time goes.
+void BM_StepPieces(benchmark::State& state) {
+  Fixture& f = fixture();
+  const Policy* pol = all_policies()[size_t(state.range(0))];
+  const ParamValues params = pol->defaults();
+  const int piece = int(state.range(1));  // 0: phase lists, 1: + layout, 2: + simulation
+  PhaseList polp, dense;
+  sim::DecodeGraph g{size_t(sim::Resource::count)};
+  const auto cap = sim::capacities(f.dep.machine);
+  const auto cp = sim::couplings(f.dep.machine);
+  double ctx = 8192;
+  for (auto _ : state) {
+    polp.clear(), dense.clear();
+    decode_phase_lists(f.dep, *pol, params, StepShape{8, ctx, 512}, polp, dense);
+    if (piece >= 1) {
+      sim::build_decode_graph(g, polp, dense, sim::kShortcutLayers, f.dep.machine);
+      g.graph.prepare();
+    }
+    if (piece >= 2) {
+      sim::PeriodicReport rep;
+      benchmark::DoNotOptimize(g.graph.run_periodic(cap, cp, g.layer, &rep, f.model.layers - sim::kShortcutLayers,
+                                                       sim::Detail::makespan).makespan);
+    }
+    ctx = ctx >= 131072 ? 8192 : ctx + 977;
+  }
+  state.SetLabel(std::string(pol->name()) + (piece == 0 ? " phases" : piece == 1 ? " +layout" : " +simulate"));
+}
+BENCHMARK(BM_StepPieces)->ArgsProduct({{7, 8}, {0, 1, 2}});
