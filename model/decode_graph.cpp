@@ -19,17 +19,16 @@ bool is_single_stream(const std::vector<Phase>& policy_phases) {
 namespace {
 constexpr size_t kNone = SIZE_MAX;
 
-// One instance of a phase whose work is the total of `repeat` instances.
-SimPhase instance(const Phase& p, const Machine& m) {
+// One instance of a phase whose work is the total of `repeat` instances, into `into`.
+void instance(const Phase& p, const Machine& m, SimPhase& into) {
+  if (!(p.repeat > 1)) return to_sim_phase(p, m, into);
   Phase one = p;
-  if (p.repeat > 1) {
-    const double k = 1.0 / p.repeat;
-    Work& w = one.work;
-    w.flops *= k, w.hbm_bytes *= k, w.dram_bytes *= k, w.h2d_bytes *= k, w.d2h_bytes *= k;
-    w.link_bytes *= k, w.launches *= k;
-    one.repeat = 1;  // one instance now: a `bytes` efficiency curve must see this instance's bytes, as the roofline does
-  }
-  return to_sim_phase(one, m);
+  const double k = 1.0 / p.repeat;
+  Work& w = one.work;
+  w.flops *= k, w.hbm_bytes *= k, w.dram_bytes *= k, w.h2d_bytes *= k, w.d2h_bytes *= k;
+  w.link_bytes *= k, w.launches *= k;
+  one.repeat = 1;  // one instance now: a `bytes` efficiency curve must see this instance's bytes, as the roofline does
+  to_sim_phase(one, m, into);
 }
 
 // The GPU kernels of one instance (gpu_launches): a host phase's host calls (Phase::lanes) are not
@@ -41,12 +40,16 @@ double lead_launches(const Phase& p) { return std::max(0.0, launches_of(p) - 1);
 
 // A piece of a simulated phase: `f` of its amount on every resource and `f_latency` of its latency,
 // so that the lead and the rest alone take exactly the phase's roofline time together.
-SimPhase piece(SimPhase s, const char* suffix, double f, double f_latency) {
+void to_piece(SimPhase& s, const char* suffix, double f, double f_latency) {
   s.name += suffix;
   for (double& a : s.amount) a *= f;
   s.latency *= f_latency;
-  return s;
 }
+
+// Which node of a phase: a once-per-step phase's, or a per-layer phase whole, or the lead or the rest
+// of one cut at the layer's sync (Phase::lead_fraction).
+enum class Piece { step = -1, whole = 0, lead = 1, rest = 2 };
+const char* suffix(Piece k) { return k == Piece::lead ? " (kv append)" : ""; }
 
 // Lays out the decode step (see decode_graph.hpp). With an eager implementation's host dispatch
 // stream (Machine::dispatch_layer_s), a node on the host_dispatch resource before each phase node
@@ -66,19 +69,18 @@ class Builder {
     if (qkv_ == dense.size()) throw std::invalid_argument("decode graph: no qkv_proj phase");
     std::fill(std::begin(last_on_), std::end(last_on_), kNone);
     plan_dispatch_shares();
-    sims_.resize(pol.size() + dense.size());
-    for (auto* f : {&first_, &first_dispatch_}) f->assign(3 * sims_.size(), kNone);
+    for (auto* f : {&first_, &first_dispatch_}) f->assign(3 * (pol.size() + dense.size()), kNone);
   }
 
   void build(int layers) {
     // The step's operators issued before the first layer (Machine::dispatch_step_pre_s).
-    if (m_.dispatch_step_pre_s > 0) dispatch("dispatch step (before the layers)", "", m_.dispatch_step_pre_s, -1);
+    if (m_.dispatch_step_pre_s > 0) dispatch("dispatch step (before the layers)", "", "", m_.dispatch_step_pre_s, -1);
     // Once-per-step policy phases (e.g. CHESS's selection) run before the first layer.
     for (size_t i = 0; i < pol_.size(); ++i)
-      if (pol_[i].repeat <= 1) add(pol_[i], instance(pol_[i], m_), i, -1, step_share(pol_[i]));
+      if (pol_[i].repeat <= 1) add(pol_[i], Piece::step, i, -1, step_share(pol_[i]));
     for (int l = 0; l < layers; ++l) add_layer(l);
     for (size_t i = 0; i < dense_.size(); ++i)
-      if (dense_[i].repeat <= 1) add(dense_[i], instance(dense_[i], m_), pol_.size() + i, -1, step_share(dense_[i]));
+      if (dense_[i].repeat <= 1) add(dense_[i], Piece::step, pol_.size() + i, -1, step_share(dense_[i]));
   }
 
  private:
@@ -112,30 +114,33 @@ class Builder {
 
   double step_share(const Phase& p) const { return per_launch_step_ * launches_of(p); }
 
-  // A per-layer phase's simulated instance (src: policy phases, then dense), converted once: every
-  // layer has the same, and the conversion (efficiency curves) is most of a layer's cost to lay out.
-  const SimPhase& per_layer(size_t src) {
-    SimPhase& s = sims_[src];
-    if (s.amount.empty()) s = instance(src < pol_.size() ? pol_[src] : dense_[src - pol_.size()], m_);
-    return s;
+  // The simulated phase of a node of `p`, into `s`. Each per-layer node is converted once, for the
+  // first layer (later layers repeat it), and the conversion (efficiency curves) is most of its cost.
+  void fill(const Phase& p, Piece k, SimPhase& s) const {
+    instance(p, m_, s);
+    if (k != Piece::lead && k != Piece::rest) return;
+    const double lead_l = lead_launches(p), all_l = launches_of(p);
+    const double f_lat = all_l > 0 ? lead_l / all_l : 0;
+    if (k == Piece::lead) to_piece(s, suffix(k), p.lead_fraction, f_lat);
+    else to_piece(s, suffix(k), 1 - p.lead_fraction, 1 - f_lat);
   }
 
   // A host dispatch node named `prefix` + `name`, chained after the previous one; `after_gpu` also makes
   // it wait for the last kernel issued on the GPU's main stream (a host-device sync). `first`: where a
   // node issuing the same phase in another layer is kept (it is repeated, add_repeat), or null.
-  size_t dispatch(const char* prefix, const std::string& name, double host_s, int layer, bool after_gpu = false,
-                  size_t* first = nullptr) {
+  size_t dispatch(const char* prefix, std::string_view name, const char* name_suffix, double host_s, int layer,
+                  bool after_gpu = false, size_t* first = nullptr) {
     if (!m_.has_dispatch() || !(host_s > 0 || after_gpu)) return kNone;  // a sync holds the host even with nothing to issue
     size_t id;
     if (first && *first != kNone) {
       id = repeat(*first, kNone, layer);
     } else {
-      SimPhase& d = dispatch_;  // reused: its name and amounts keep their storage from node to node
-      d.name.assign(prefix).append(name);
-      d.latency = d.min_seconds = 0;
-      d.amount.assign(size_t(Resource::count), 0.0);
-      d.amount[size_t(Resource::host_dispatch)] = std::max(0.0, host_s);
-      id = node(d, kNone, layer);
+      SimPhase* d;
+      std::tie(id, d) = node(kNone, layer);
+      d->name.assign(prefix).append(name).append(name_suffix);
+      d->latency = d->min_seconds = 0;
+      d->amount.assign(size_t(Resource::count), 0.0);
+      d->amount[size_t(Resource::host_dispatch)] = std::max(0.0, host_s);
       if (first) *first = id;
     }
     if (last_dispatch_ != kNone) g_.graph.add_edge(last_dispatch_, id);
@@ -145,11 +150,12 @@ class Builder {
     return id;
   }
 
-  size_t node(const SimPhase& s, size_t src, int layer) {
-    const size_t id = g_.graph.add_phase(s);
+  // A new node, whose phase the caller fills in place (StepGraph::emplace_phase).
+  std::pair<size_t, SimPhase*> node(size_t src, int layer) {
+    const auto made = g_.graph.emplace_phase();
     g_.source.push_back(src);
     g_.layer.push_back(layer);
-    return id;
+    return made;
   }
   size_t repeat(size_t of, size_t src, int layer) {
     const size_t id = g_.graph.add_repeat(of);
@@ -161,16 +167,19 @@ class Builder {
   // A phase (or a piece of one) on its stream, after its dispatch when there is one. `piece`: for a
   // per-layer phase, which node of it this is (0 whole, 1 lead, 2 rest): every layer's is the same
   // phase, laid out once and repeated (StepGraph::add_repeat); -1 for a once-per-step phase.
-  size_t add(const Phase& p, const SimPhase& s, size_t src, int layer, double host_s, bool sync = false, int piece = -1) {
-    const size_t slot = piece >= 0 ? 3 * src + size_t(piece) : kNone;
-    const size_t issued = m_.has_dispatch()
-                              ? dispatch("dispatch ", s.name, host_s, layer, sync, slot != kNone ? &first_dispatch_[slot] : nullptr)
-                              : kNone;
+  size_t add(const Phase& p, Piece k, size_t src, int layer, double host_s, bool sync = false) {
+    const size_t slot = k != Piece::step ? 3 * src + size_t(k) : kNone;
+    const size_t issued =
+        m_.has_dispatch()
+            ? dispatch("dispatch ", p.name, suffix(k), host_s, layer, sync, slot != kNone ? &first_dispatch_[slot] : nullptr)
+            : kNone;
     size_t id;
     if (slot != kNone && first_[slot] != kNone) {
       id = repeat(first_[slot], src, layer);
     } else {
-      id = node(s, src, layer);
+      SimPhase* s;
+      std::tie(id, s) = node(src, layer);
+      fill(p, k, *s);
       if (slot != kNone) first_[slot] = id;
     }
     if (issued != kNone) g_.graph.add_edge(issued, id);
@@ -188,29 +197,23 @@ class Builder {
     const bool pre = sync_at_ != kNone && i < sync_at_;
     const double per_launch = pre ? per_launch_pre_ : per_launch_post_;
     if (i != sync_at_) {
-      const size_t id = add(p, per_layer(i), i, l, per_launch * launches_of(p), false, 0);
+      const size_t id = add(p, Piece::whole, i, l, per_launch * launches_of(p));
       return {id, id};
     }
-    const SimPhase& whole = per_layer(i);
     if (!(p.lead_fraction > 0)) {
-      const size_t id = add(p, whole, i, l, per_launch * launches_of(p), true, 0);
+      const size_t id = add(p, Piece::whole, i, l, per_launch * launches_of(p), true);
       return {id, id};
     }
     const double lead_l = lead_launches(p), all_l = launches_of(p);
-    const double f_lat = all_l > 0 ? lead_l / all_l : 0;
-    // The pieces are made for the first layer only; later layers repeat its nodes.
-    const bool made = first_[3 * i + 1] != kNone;
-    const size_t lead = add(p, made ? whole : piece(whole, " (kv append)", p.lead_fraction, f_lat), i, l,
-                            per_launch_pre_ * lead_l, false, 1);
-    const size_t rest = add(p, made ? whole : piece(whole, "", 1 - p.lead_fraction, 1 - f_lat), i, l,
-                            per_launch_post_ * (all_l - lead_l), true, 2);
+    const size_t lead = add(p, Piece::lead, i, l, per_launch_pre_ * lead_l);
+    const size_t rest = add(p, Piece::rest, i, l, per_launch_post_ * (all_l - lead_l), true);
     return {lead, rest};
   }
 
   void add_layer(int l) {
     const size_t np = pol_.size();
     const double qkv_share = (sync_at_ != kNone ? per_launch_pre_ : per_launch_post_) * launches_of(dense_[qkv_]);
-    const size_t q = add(dense_[qkv_], per_layer(np + qkv_), np + qkv_, l, qkv_share, false, 0);
+    const size_t q = add(dense_[qkv_], Piece::whole, np + qkv_, l, qkv_share);
     std::vector<size_t>& node_of = node_of_;  // reused: no allocation per layer
     node_of.assign(np, kNone);
     for (size_t i = 0; i < np; ++i) {
@@ -228,7 +231,7 @@ class Builder {
     bool first_post = true;
     for (size_t i = 0; i < dense_.size(); ++i) {
       if (i == qkv_ || dense_[i].repeat <= 1) continue;
-      const size_t id = add(dense_[i], per_layer(np + i), np + i, l, per_launch_post_ * launches_of(dense_[i]), false, 0);
+      const size_t id = add(dense_[i], Piece::whole, np + i, l, per_launch_post_ * launches_of(dense_[i]));
       if (first_post) {
         for (size_t k = 0; k < np; ++k)
           if (pol_[k].repeat > 1 && !pol_[k].detached && pol_[k].stream != Stream::gpu) g_.graph.add_edge(node_of[k], id);
@@ -244,12 +247,13 @@ class Builder {
   size_t qkv_ = 0, sync_at_ = kNone;
   size_t last_on_[size_t(Stream::count)];
   size_t last_dispatch_ = kNone;
-  std::vector<size_t> node_of_;  // the layer's last node of each policy phase (add_layer)
-  std::vector<SimPhase> sims_;   // per_layer's conversions; an empty amount: not converted yet
-  SimPhase dispatch_;            // dispatch()'s node, refilled for each
-  // Per (source, piece: whole, lead, rest): the first layer's node of a per-layer phase, and of its
+  // Kept in the graph from layout to layout (DecodeGraph::scratch): no allocation per step.
+  // node_of_: the layer's last node of each policy phase (add_layer). first_, first_dispatch_: per
+  // (source, piece: whole, lead, rest), the first layer's node of a per-layer phase, and of its
   // dispatch, which later layers repeat.
-  std::vector<size_t> first_, first_dispatch_;
+  std::vector<size_t>& node_of_ = g_.scratch.node_of;
+  std::vector<size_t>& first_ = g_.scratch.first;
+  std::vector<size_t>& first_dispatch_ = g_.scratch.first_dispatch;
   double per_launch_pre_ = 0, per_launch_post_ = 0, per_launch_step_ = 0;
 };
 }  // namespace

@@ -28,6 +28,10 @@ struct DecodeGraph {
   StepGraph graph;
   std::vector<size_t> source;  // per node: index into the concatenated list (policy phases, then dense); SIZE_MAX for a host dispatch node
   std::vector<int> layer;      // per node: its layer, or -1 for a once-per-step phase
+  // The layout's working lists, kept with the graph so that laying out step after step allocates nothing.
+  struct Scratch {
+    std::vector<size_t> node_of, first, first_dispatch;
+  } scratch;
   explicit DecodeGraph(size_t resources) : graph(resources) {}
 };
 

@@ -20,7 +20,13 @@ const std::vector<std::string>& resource_names() {
 
 SimPhase to_sim_phase(const Phase& p, const Machine& m) {
   SimPhase s;
-  s.name = std::string(p.name);
+  to_sim_phase(p, m, s);
+  return s;
+}
+
+void to_sim_phase(const Phase& p, const Machine& m, SimPhase& s) {
+  s.name.assign(p.name);
+  s.min_seconds = 0;
   const bool on_host = p.unit == ComputeUnit::host;
   const HostLimits host = on_host ? host_limits(p, m) : HostLimits{};
   s.latency = on_host && host.own_fixed(p) ? host.fixed_s : p.work.launches * m.kernel_latency;
@@ -52,7 +58,6 @@ SimPhase to_sim_phase(const Phase& p, const Machine& m) {
     if (!host.framework) limit(p.work.flops, host.compute, Ceiling::host_compute);
     limit(p.work.dram_bytes, host.dram, Ceiling::dram);
   }
-  return s;
 }
 
 }  // namespace kvsim::sim

@@ -20,5 +20,7 @@ std::vector<double> capacities(const Machine& m);
 std::vector<Coupling> couplings(const Machine& m);
 const std::vector<std::string>& resource_names();  // "tensor", "simt", ..., in Resource order
 SimPhase to_sim_phase(const Phase& p, const Machine& m);
+// The same into `into`, reusing its storage.
+void to_sim_phase(const Phase& p, const Machine& m, SimPhase& into);
 
 }  // namespace kvsim::sim

@@ -102,6 +102,7 @@ struct StepGraph::Loop {
     start.resize(D + 1);
     for (size_t d = 0; d < D; ++d) {
       const SimPhase& p = g.phases_[d];
+      if (p.amount.size() != R) throw std::invalid_argument("phase " + p.name + ": wrong number of resources");
       const size_t first = w.flow_use.size();
       start[d] = uint32_t(first);
       double s = p.min_seconds;

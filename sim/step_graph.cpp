@@ -28,6 +28,13 @@ size_t StepGraph::add_phase(const SimPhase& p) {
   return size_++;
 }
 
+std::pair<size_t, SimPhase*> StepGraph::emplace_phase() {
+  prepared_ = false;
+  if (distinct_ == phases_.size()) phases_.emplace_back();
+  proto_.push_back(uint32_t(distinct_));
+  return {size_++, &phases_[distinct_++]};
+}
+
 size_t StepGraph::add_repeat(size_t of) {
   if (of >= size_) throw std::invalid_argument("repeat of an unknown phase");
   prepared_ = false;

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kvsim::sim {
@@ -57,6 +58,9 @@ class StepGraph {
   explicit StepGraph(size_t resources) : resources_(resources) {}
   size_t add_phase(SimPhase&& p);
   size_t add_phase(const SimPhase& p);
+  // A new phase the caller fills in place, in the storage an earlier layout left (reset): laying the
+  // same graph out again allocates nothing. Its amounts must have resources() entries when it runs.
+  std::pair<size_t, SimPhase*> emplace_phase();
   // A phase equal to phase `of` (its name, latency, amounts and limit): the same phase in another
   // layer. Stored once, and the simulator derives its rates once for all its repeats.
   size_t add_repeat(size_t of);
