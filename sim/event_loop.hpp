@@ -31,8 +31,10 @@ struct StepGraph::Loop {
     std::vector<SparseFlow> flow;  // per phase: its nonzero use per second at full speed (amount / solo)
     std::vector<uint8_t> flow_resource;
     std::vector<double> flow_use;
-    std::vector<uint32_t> resource_mask;  // per phase: bit r set when it uses resource r (couplings)
-    std::vector<uint32_t> flow_start, proto_mask;  // per distinct phase
+    // Per phase, bit r set when it uses resource r: at all (the solver), and positively (couplings).
+    std::vector<uint64_t> use_mask, positive_mask;
+    std::vector<uint64_t> proto_use, proto_positive;  // the same per distinct phase
+    std::vector<uint32_t> flow_start;
     std::vector<double> proto_solo;
     std::vector<State> state;
     std::vector<size_t> pending, active, done_in_layer, log, flowing, ready;
@@ -78,7 +80,7 @@ struct StepGraph::Loop {
         own(graph.prepared_ ? Adjacency{} : graph.adjacency()),
         adj(graph.prepared_ ? graph.adj_ : own) {
     if (cap.size() != g.resources_) throw std::invalid_argument("wrong number of capacities");
-    if (g.resources_ > 32) throw std::invalid_argument("the simulator handles at most 32 resources");
+    if (g.resources_ > 64) throw std::invalid_argument("the simulator handles at most 64 resources");
     if (!g.prepared_) g.check_acyclic(own);
     flows();
     state.assign(n, State::waiting);
@@ -96,7 +98,8 @@ struct StepGraph::Loop {
     const size_t R = g.resources_, D = g.distinct_;
     w.flow_resource.clear();
     w.flow_use.clear();
-    w.proto_mask.assign(D, 0);
+    w.proto_use.assign(D, 0);
+    w.proto_positive.assign(D, 0);
     w.proto_solo.resize(D);
     std::vector<uint32_t>& start = w.flow_start;
     start.resize(D + 1);
@@ -126,19 +129,22 @@ struct StepGraph::Loop {
           if (u == 0) continue;
           w.flow_resource[kept] = r;
           w.flow_use[kept++] = u;
-          if (u > 0) w.proto_mask[d] |= 1u << r;
+          w.proto_use[d] |= uint64_t(1) << r;
+          if (u > 0) w.proto_positive[d] |= uint64_t(1) << r;
         }
       w.flow_resource.resize(kept);
       w.flow_use.resize(kept);
     }
     start[D] = uint32_t(w.flow_use.size());
     w.flow.resize(n);
-    w.resource_mask.resize(n);
+    w.use_mask.resize(n);
+    w.positive_mask.resize(n);
     solo.resize(n);
     for (size_t i = 0; i < n; ++i) {  // after the pushes: the pointers stay valid
       const uint32_t d = g.proto_[i];
       w.flow[i] = {w.flow_resource.data() + start[d], w.flow_use.data() + start[d], start[d + 1] - start[d]};
-      w.resource_mask[i] = w.proto_mask[d];
+      w.use_mask[i] = w.proto_use[d];
+      w.positive_mask[i] = w.proto_positive[d];
       solo[i] = w.proto_solo[d];
     }
   }
@@ -190,12 +196,13 @@ struct StepGraph::Loop {
   void step() {
     flowing.clear();
     rows.clear();
-    uint32_t in_use = 0;  // the resources the flowing phases use
+    uint64_t all_use = 0, in_use = 0;  // the resources the flowing phases use: at all, positively
     for (size_t i : active)
       if (state[i] == State::flow) {
         flowing.push_back(i);
         rows.push_back(w.flow[i]);
-        in_use |= w.resource_mask[i];
+        all_use |= w.use_mask[i];
+        in_use |= w.positive_mask[i];
       }
     const std::vector<double>* c_now = &cap;
     for (const Coupling& c : couplings) {
@@ -203,7 +210,7 @@ struct StepGraph::Loop {
       if (c_now == &cap) cap_now = cap, c_now = &cap_now;
       cap_now[c.a] = std::min(cap[c.a], c.a_both), cap_now[c.b] = std::min(cap[c.b], c.b_both);
     }
-    max_min_fair(*c_now, rows.data(), rows.size(), x, scratch);
+    max_min_fair(*c_now, rows.data(), rows.size(), all_use, x, scratch);
     double dt = std::numeric_limits<double>::infinity();
     for (size_t i : active)
       if (state[i] == State::delay) dt = std::min(dt, remaining[i]);

@@ -1,6 +1,8 @@
 #include "sim/fair_share.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <stdexcept>
 #include <limits>
 
 namespace kvsim::sim {
@@ -14,17 +16,20 @@ std::vector<double> max_min_fair(const std::vector<double>& cap, const std::vect
       if (f.use[r] != 0) res.push_back(uint8_t(r)), use.push_back(f.use[r]);
     start.push_back(res.size());
   }
+  if (cap.size() > 64) throw std::invalid_argument("max_min_fair: at most 64 resources");
+  uint64_t mask = 0;
+  for (uint8_t r : res) mask |= uint64_t(1) << r;
   std::vector<SparseFlow> sparse;
   for (size_t i = 0; i < flows.size(); ++i)
     sparse.push_back({res.data() + start[i], use.data() + start[i], uint32_t(start[i + 1] - start[i])});
   std::vector<double> x;
   FairShareScratch scratch;
-  max_min_fair(cap, sparse.data(), sparse.size(), x, scratch);
+  max_min_fair(cap, sparse.data(), sparse.size(), mask, x, scratch);
   return x;
 }
 
-void max_min_fair(const std::vector<double>& cap, const SparseFlow* flows, size_t n, std::vector<double>& x,
-                  FairShareScratch& scratch) {
+void max_min_fair(const std::vector<double>& cap, const SparseFlow* flows, size_t n, uint64_t resources,
+                  std::vector<double>& x, FairShareScratch& scratch) {
   const size_t R = cap.size();
   x.assign(n, 0.0);
   std::vector<char>& frozen = scratch.frozen;
@@ -35,11 +40,7 @@ void max_min_fair(const std::vector<double>& cap, const SparseFlow* flows, size_
   used.clear();
   std::vector<double>& left = scratch.left;  // capacity not yet taken by frozen flows and the common level
   std::vector<double>& demand = scratch.demand;  // d(use) / d(level) of the unfrozen flows, per resource
-  std::vector<char>& seen = scratch.seen;
-  seen.assign(R, 0);
-  for (size_t i = 0; i < n; ++i)
-    for (uint32_t k = 0; k < flows[i].count; ++k)
-      if (!seen[flows[i].resource[k]]) seen[flows[i].resource[k]] = 1, used.push_back(flows[i].resource[k]);
+  for (uint64_t m = resources; m; m &= m - 1) used.push_back(uint32_t(std::countr_zero(m)));
   left.resize(R);
   demand.resize(R);
   for (uint32_t r : used) left[r] = cap[r];  // the others are never read

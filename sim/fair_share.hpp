@@ -34,13 +34,13 @@ struct SparseFlow {
 };
 
 // The same for `n` sparse flows into `x`, with working space kept by the caller: an event should
-// allocate nothing.
+// allocate nothing. `resources`: bit r set for every resource some flow uses (at most 64 resources).
 struct FairShareScratch {
   std::vector<double> left, demand;
-  std::vector<char> frozen, seen;
-  std::vector<uint32_t> used;  // the resources the flows use, in the order met (min is exact in any order)
+  std::vector<char> frozen;
+  std::vector<uint32_t> used;  // the resources the flows use
 };
-void max_min_fair(const std::vector<double>& capacities, const SparseFlow* flows, std::size_t n, std::vector<double>& x,
-                  FairShareScratch& scratch);
+void max_min_fair(const std::vector<double>& capacities, const SparseFlow* flows, std::size_t n, uint64_t resources,
+                  std::vector<double>& x, FairShareScratch& scratch);
 
 }  // namespace kvsim::sim
