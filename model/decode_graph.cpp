@@ -48,8 +48,18 @@ void to_piece(SimPhase& s, const char* suffix, double f, double f_latency) {
 
 // Which node of a phase: a once-per-step phase's, or a per-layer phase whole, or the lead or the rest
 // of one cut at the layer's sync (Phase::lead_fraction).
-enum class Piece { step = -1, whole = 0, lead = 1, rest = 2 };
+enum class Piece : int8_t { step = -1, whole = 0, lead = 1, rest = 2 };
 const char* suffix(Piece k) { return k == Piece::lead ? " (kv append)" : ""; }
+
+// The simulated phase of a node of `p`, into `s` (a layout, and a refill of it: build_decode_graph).
+void fill(const Phase& p, Piece k, const Machine& m, SimPhase& s) {
+  instance(p, m, s);
+  if (k != Piece::lead && k != Piece::rest) return;
+  const double lead_l = lead_launches(p), all_l = launches_of(p);
+  const double f_lat = all_l > 0 ? lead_l / all_l : 0;
+  if (k == Piece::lead) to_piece(s, suffix(k), p.lead_fraction, f_lat);
+  else to_piece(s, suffix(k), 1 - p.lead_fraction, 1 - f_lat);
+}
 
 // Lays out the decode step (see decode_graph.hpp). With an eager implementation's host dispatch
 // stream (Machine::dispatch_layer_s), a node on the host_dispatch resource before each phase node
@@ -114,17 +124,6 @@ class Builder {
 
   double step_share(const Phase& p) const { return per_launch_step_ * launches_of(p); }
 
-  // The simulated phase of a node of `p`, into `s`. Each per-layer node is converted once, for the
-  // first layer (later layers repeat it), and the conversion (efficiency curves) is most of its cost.
-  void fill(const Phase& p, Piece k, SimPhase& s) const {
-    instance(p, m_, s);
-    if (k != Piece::lead && k != Piece::rest) return;
-    const double lead_l = lead_launches(p), all_l = launches_of(p);
-    const double f_lat = all_l > 0 ? lead_l / all_l : 0;
-    if (k == Piece::lead) to_piece(s, suffix(k), p.lead_fraction, f_lat);
-    else to_piece(s, suffix(k), 1 - p.lead_fraction, 1 - f_lat);
-  }
-
   // A host dispatch node named `prefix` + `name`, chained after the previous one; `after_gpu` also makes
   // it wait for the last kernel issued on the GPU's main stream (a host-device sync). `first`: where a
   // node issuing the same phase in another layer is kept (it is repeated, add_repeat), or null.
@@ -143,9 +142,9 @@ class Builder {
       d->amount[size_t(Resource::host_dispatch)] = std::max(0.0, host_s);
       if (first) *first = id;
     }
-    if (last_dispatch_ != kNone) g_.graph.add_edge(last_dispatch_, id);
+    if (last_dispatch_ != kNone) edge(last_dispatch_, id);
     const size_t gpu = last_on_[size_t(Stream::gpu)];
-    if (after_gpu && gpu != kNone) g_.graph.add_edge(gpu, id);
+    if (after_gpu && gpu != kNone) edge(gpu, id);
     last_dispatch_ = id;
     return id;
   }
@@ -163,6 +162,7 @@ class Builder {
     g_.layer.push_back(layer);
     return id;
   }
+  void edge(size_t before, size_t after) { g_.graph.add_edge(before, after); }
 
   // A phase (or a piece of one) on its stream, after its dispatch when there is one. `piece`: for a
   // per-layer phase, which node of it this is (0 whole, 1 lead, 2 rest): every layer's is the same
@@ -179,12 +179,13 @@ class Builder {
     } else {
       SimPhase* s;
       std::tie(id, s) = node(src, layer);
-      fill(p, k, *s);
+      fill(p, k, m_, *s);
+      g_.scratch.fills.push_back({id, src, int8_t(k)});  // what a refill of this layout fills again
       if (slot != kNone) first_[slot] = id;
     }
-    if (issued != kNone) g_.graph.add_edge(issued, id);
+    if (issued != kNone) edge(issued, id);
     size_t& prev = last_on_[size_t(p.stream)];
-    if (prev != kNone) g_.graph.add_edge(prev, id);
+    if (prev != kNone) edge(prev, id);
     prev = id;
     return id;
   }
@@ -220,12 +221,12 @@ class Builder {
       if (pol_[i].repeat <= 1) continue;
       const auto [first, last] = add_policy_phase(i, l);
       node_of[i] = last;
-      g_.graph.add_edge(q, first);  // the phase (its first piece) needs the layer's q/k/v
+      edge(q, first);  // the phase (its first piece) needs the layer's q/k/v
       for (int8_t a : pol_[i].after) {
         if (a < 0) continue;
         if (size_t(a) >= np || node_of[size_t(a)] == kNone || size_t(a) == i)
           throw std::invalid_argument("decode graph: phase " + std::string(pol_[i].name) + " waits for an unknown phase");
-        g_.graph.add_edge(node_of[size_t(a)], last);  // what it names feeds the attention kernel, not a lead append
+        edge(node_of[size_t(a)], last);  // what it names feeds the attention kernel, not a lead append
       }
     }
     bool first_post = true;
@@ -234,7 +235,7 @@ class Builder {
       const size_t id = add(dense_[i], Piece::whole, np + i, l, per_launch_post_ * launches_of(dense_[i]));
       if (first_post) {
         for (size_t k = 0; k < np; ++k)
-          if (pol_[k].repeat > 1 && !pol_[k].detached && pol_[k].stream != Stream::gpu) g_.graph.add_edge(node_of[k], id);
+          if (pol_[k].repeat > 1 && !pol_[k].detached && pol_[k].stream != Stream::gpu) edge(node_of[k], id);
         first_post = false;
       }
     }
@@ -256,20 +257,52 @@ class Builder {
   std::vector<size_t>& first_dispatch_ = g_.scratch.first_dispatch;
   double per_launch_pre_ = 0, per_launch_post_ = 0, per_launch_step_ = 0;
 };
+
+// What the layout's nodes and edges depend on: the phases' names, per-layer or per-step, streams,
+// dependencies, lead pieces; the layers; the implementation's syncs. Not the work, which only fills
+// the nodes' phases -- except through an eager implementation's dispatch nodes, which exist only
+// where there is something to issue: such a layout is never refilled.
+void layout_shape(const std::vector<Phase>& pol, const std::vector<Phase>& dense, int layers, const Machine& m,
+                  DecodeGraph::Shape& out) {
+  out.layers = layers;
+  out.n_policy = pol.size();
+  out.sync_per_layer = m.sync_per_layer;
+  out.refillable = !m.has_dispatch();
+  out.phases.clear();
+  for (const auto* list : {&pol, &dense})
+    for (const Phase& p : *list)
+      out.phases.push_back({p.name, p.kind, p.stream, p.after, p.repeat > 1, p.detached, p.lead_fraction > 0});
+}
+
 }  // namespace
+
+bool DecodeGraph::Shape::PhaseShape::operator==(const PhaseShape&) const = default;
+bool DecodeGraph::Shape::operator==(const Shape&) const = default;
 
 DecodeGraph build_decode_graph(const std::vector<Phase>& pol, const std::vector<Phase>& dense, int layers,
                                const Machine& m) {
   DecodeGraph g{size_t(Resource::count)};  // braces: clang reads the parenthesized form as a function declaration
+  layout_shape(pol, dense, layers, m, g.shape);
   Builder(pol, dense, m, g).build(layers);
   return g;
 }
 
 void build_decode_graph(DecodeGraph& into, const std::vector<Phase>& pol, const std::vector<Phase>& dense, int layers,
                         const Machine& m) {
+  DecodeGraph::Shape& next = into.scratch.next_shape;
+  layout_shape(pol, dense, layers, m, next);
+  if (next.refillable && into.graph.size() > 0 && next == into.shape) {
+    // The same nodes and edges: only the phases the layout converted change (the repeats follow).
+    for (const DecodeGraph::Fill& f : into.scratch.fills)
+      fill(f.source < pol.size() ? pol[f.source] : dense[f.source - pol.size()], Piece(f.piece), m,
+           into.graph.refill_phase(f.node));
+    return;
+  }
+  std::swap(into.shape, next);
   into.graph.reset();
   into.source.clear();
   into.layer.clear();
+  into.scratch.fills.clear();
   Builder(pol, dense, m, into).build(layers);
 }
 

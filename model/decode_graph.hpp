@@ -16,6 +16,8 @@
 // waits for the last kernel issued before it. A phase with a lead (Phase::lead_fraction, the
 // concatenating KV append) is then cut into two nodes with the sync between them.
 #pragma once
+#include <array>
+#include <string_view>
 #include <vector>
 
 #include "model/phase.hpp"
@@ -28,9 +30,34 @@ struct DecodeGraph {
   StepGraph graph;
   std::vector<size_t> source;  // per node: index into the concatenated list (policy phases, then dense); SIZE_MAX for a host dispatch node
   std::vector<int> layer;      // per node: its layer, or -1 for a once-per-step phase
+  // What its nodes and edges were laid out from (everything but the phases' work): a step of the same
+  // shape is laid out again by filling the nodes' phases alone (build_decode_graph).
+  struct Shape {
+    struct PhaseShape {
+      std::string_view name;  // static text (Phase::name)
+      PhaseKind kind;
+      Stream stream;
+      std::array<int8_t, 3> after;
+      bool per_layer, detached, lead;
+      bool operator==(const PhaseShape&) const;
+    };
+    std::vector<PhaseShape> phases;  // policy phases, then dense
+    size_t n_policy = 0;
+    int layers = 0;
+    bool sync_per_layer = false, refillable = false;
+    bool operator==(const Shape&) const;
+  } shape;
   // The layout's working lists, kept with the graph so that laying out step after step allocates nothing.
+  // A node whose phase the layout converted from a phase of the step (the others are repeats of these,
+  // or dispatch nodes): `source` as above, `piece` its part (whole, or the lead or rest of a cut phase).
+  struct Fill {
+    size_t node, source;
+    int8_t piece;
+  };
   struct Scratch {
     std::vector<size_t> node_of, first, first_dispatch;
+    std::vector<Fill> fills;
+    Shape next_shape;
   } scratch;
   explicit DecodeGraph(size_t resources) : graph(resources) {}
 };

@@ -31,6 +31,26 @@ std::vector<double> max_min_fair(const std::vector<double>& cap, const std::vect
 void max_min_fair(const std::vector<double>& cap, const SparseFlow* flows, size_t n, uint64_t resources,
                   std::vector<double>& x, FairShareScratch& scratch) {
   const size_t R = cap.size();
+  constexpr double kRelTol = 1e-12;
+  // Most events of a decode step have no flow or one (the others wait on launch latencies); for one
+  // flow the filling below takes one round, done here without the working lists, with the same
+  // arithmetic (a demand of 0 + use is use).
+  if (n == 0) return x.clear();
+  if (n == 1) {
+    const SparseFlow& f = flows[0];
+    double d = 1.0;
+    for (uint32_t k = 0; k < f.count; ++k) {
+      const double u = f.use[k], c = cap[f.resource[k]];
+      if (u > 0 && u > c) d = std::min(d, std::max(0.0, c) / u);
+    }
+    bool stop = d >= 1.0 - kRelTol;
+    for (uint32_t k = 0; k < f.count && !stop; ++k) {
+      const double c = cap[f.resource[k]];
+      stop = f.use[k] > 0 && c - f.use[k] * d <= kRelTol * c;
+    }
+    if (stop) return x.assign(1, std::min(d, 1.0));
+    // Not frozen after one round (rounding): the general filling below, from the start.
+  }
   x.assign(n, 0.0);
   std::vector<char>& frozen = scratch.frozen;
   frozen.assign(n, 0);
@@ -46,7 +66,6 @@ void max_min_fair(const std::vector<double>& cap, const SparseFlow* flows, size_
   for (uint32_t r : used) left[r] = cap[r];  // the others are never read
   double level = 0;  // the common x of every unfrozen flow
   size_t active = n;
-  constexpr double kRelTol = 1e-12;
   while (active > 0) {
     // The largest raise d of the common level before a resource saturates or a flow reaches 1.
     double d = 1.0 - level;

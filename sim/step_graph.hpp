@@ -61,6 +61,9 @@ class StepGraph {
   // A new phase the caller fills in place, in the storage an earlier layout left (reset): laying the
   // same graph out again allocates nothing. Its amounts must have resources() entries when it runs.
   std::pair<size_t, SimPhase*> emplace_phase();
+  // Phase i's storage, to fill again in place: its new amounts, latency and limit (the same number of
+  // amounts), for every phase that repeats it. The edges stay; the next run derives its rates again.
+  SimPhase& refill_phase(size_t i) { return phases_[proto_[i]]; }
   // A phase equal to phase `of` (its name, latency, amounts and limit): the same phase in another
   // layer. Stored once, and the simulator derives its rates once for all its repeats.
   size_t add_repeat(size_t of);

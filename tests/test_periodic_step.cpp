@@ -262,3 +262,62 @@ TEST(PeriodicStep, TheCliFlagRunsTheFullSimulationWithTheSameAnswer) {
     EXPECT_NEAR(x, y, 1e-9 * y) << ja["results"][i]["policy"];
   }
 }
+
+namespace kvsim {
+namespace {
+
+// A layout laid out again for a step of the same shape only fills its nodes' phases again
+// (build_decode_graph's refill): it must equal a fresh layout of that step, node for node and in time.
+TEST(DecodeGraphLayout, ARefilledLayoutEqualsAFreshOne) {
+  std::mt19937_64 rng(31);
+  std::vector<std::string> policies;
+  for (const Policy* p : all_policies()) policies.emplace_back(p->name());
+  sim::DecodeGraph kept{size_t(sim::Resource::count)};
+  size_t refilled = 0, compared = 0;
+  std::string policy = pick(rng, policies);
+  for (int trial = 0; trial < 600; ++trial) {
+    if (trial % 6 == 0) policy = pick(rng, policies);  // runs of one policy: most layouts are refills
+    const Case c = random_case(rng, policy);
+    Scenario s;
+    try {
+      s = load_scenario(load_yaml_string(c.yaml, "p.yaml"), "p.yaml", policy_catalog());
+    } catch (const std::exception&) {
+      continue;
+    }
+    const Deployment d = make_deployment(s);
+    const PolicyChoice& pc = s.policies[0];
+    PhaseList pol, dense;
+    decode_phase_lists(d, *pc.policy, pc.params, StepShape{double(std::max<int64_t>(1, s.workload.batch)),
+                                                           double(s.workload.context_tokens[0]), 32},
+                       pol, dense);
+    const sim::DecodeGraph fresh = sim::build_decode_graph(pol, dense, sim::kShortcutLayers, d.machine);
+    const bool same_shape = kept.graph.size() > 0 && kept.shape == fresh.shape && fresh.shape.refillable;
+    sim::build_decode_graph(kept, pol, dense, sim::kShortcutLayers, d.machine);
+    refilled += same_shape;
+    ASSERT_EQ(kept.graph.size(), fresh.graph.size()) << c.label;
+    EXPECT_EQ(kept.layer, fresh.layer) << c.label;
+    EXPECT_EQ(kept.source, fresh.source) << c.label;
+    for (size_t i = 0; i < fresh.graph.size(); ++i) {
+      const sim::SimPhase &a = kept.graph.phase(i), &b = fresh.graph.phase(i);
+      ASSERT_EQ(a.name, b.name) << c.label << " node " << i;
+      EXPECT_EQ(a.latency, b.latency) << c.label << " " << a.name;
+      EXPECT_EQ(a.min_seconds, b.min_seconds) << c.label << " " << a.name;
+      EXPECT_EQ(a.amount, b.amount) << c.label << " " << a.name;
+    }
+    // The edges, through the times they give: bit for bit.
+    const auto cap = sim::capacities(d.machine);
+    const auto cp = sim::couplings(d.machine);
+    kept.graph.prepare();
+    const sim::SimTiming a = kept.graph.run(cap, cp), b = fresh.graph.run(cap, cp);
+    EXPECT_EQ(a.makespan, b.makespan) << c.label;
+    EXPECT_EQ(a.finish, b.finish) << c.label;
+    ++compared;
+  }
+  // Many random scenarios are rejected (a TP degree that does not divide the heads, a step that does
+  // not fit); enough remain, and some of them are refills (an eager implementation is never refilled).
+  EXPECT_GT(compared, 300u);
+  EXPECT_GT(refilled, compared / 10) << "the refill path was not exercised";
+}
+
+}  // namespace
+}  // namespace kvsim
