@@ -118,8 +118,11 @@ void decode_phase_lists(const Deployment& d, const Policy& pol, const ParamValue
     for (Phase& ph : *l) ph.context_tokens = shape.context(), ph.batch = shape.batch;
 }
 
-StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
-                       bool keep_phases, const std::vector<std::string>* without) {
+namespace {
+// decode_step's body; without `serial` (decode_step_time) a simulated step skips the phases' rooflines
+// that only its serial sum needs.
+StepResult decode_step_impl(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
+                            bool keep_phases, const std::vector<std::string>* without, bool serial) {
   PhaseList policy_phases, dense;
   policy_phases.reserve(12);
   dense.reserve(8);
@@ -130,11 +133,14 @@ StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues
   StepResult r;
   std::vector<PhaseResult>* out = keep_phases ? &r.phases : nullptr;
   if (out) out->reserve(policy_phases.size() + dense.size());
-  r.serial_seconds = sum_phases(d, policy_phases, "decode", out) + sum_phases(d, dense, "decode", out);
-  r.seconds = r.serial_seconds;
   // Overlapping streams, or an eager implementation's host dispatch stream, need the simulator; one
   // GPU stream alone is the exact sum of its rooflines.
-  if (!sim::is_single_stream(policy_phases) || d.machine.has_dispatch()) {
+  const bool simulate = !sim::is_single_stream(policy_phases) || d.machine.has_dispatch();
+  if (serial || keep_phases || !simulate) {
+    r.serial_seconds = sum_phases(d, policy_phases, "decode", out) + sum_phases(d, dense, "decode", out);
+    r.seconds = r.serial_seconds;
+  }
+  if (simulate) {
     if (full_step_simulation()) {
       const sim::DecodeGraph g = sim::build_decode_graph(policy_phases, dense, d.model->layers, d.machine);
       r.seconds = g.graph.run(sim::capacities(d.machine), sim::couplings(d.machine)).makespan;
@@ -145,6 +151,16 @@ StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues
     r.simulated = true;
   }
   return r;
+}
+}  // namespace
+
+StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
+                       bool keep_phases, const std::vector<std::string>* without) {
+  return decode_step_impl(d, pol, params, shape, keep_phases, without, true);
+}
+
+double decode_step_time(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape) {
+  return decode_step_impl(d, pol, params, shape, false, nullptr, false).seconds;
 }
 
 double decode_step_seconds(const Deployment& d, const Policy& pol, const ParamValues& params, double batch,

@@ -126,6 +126,9 @@ struct StepResult {
 // work, so the phases that wait for them still run in order.
 StepResult decode_step(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape,
                        bool keep_phases = true, const std::vector<std::string>* without = nullptr);
+// decode_step(...).seconds alone, the same number: a simulated step skips the serial sum (serve's step
+// tables call it tens of thousands of times).
+double decode_step_time(const Deployment& d, const Policy& pol, const ParamValues& params, const StepShape& shape);
 
 // How decode_step times a step that needs the simulator: by default through the periodic shortcut
 // (sim::StepGraph::run_periodic: one period simulated, the other layers copied from it, exact to the

@@ -57,7 +57,7 @@ StepCosts::StepCosts(const Deployment& d, const Policy& pol, const ParamValues& 
 }
 
 double StepCosts::decode_exact(double batch, double prompt, double generated) const {
-  return decode_step(d_, pol_, params_, StepShape{batch, prompt, generated}, false).seconds;
+  return decode_step_time(d_, pol_, params_, StepShape{batch, prompt, generated});
 }
 
 double StepCosts::grid_decode(int ib, int ip, int ig) {
