@@ -2,7 +2,8 @@
 // second cost model -- made cheap enough to call hundreds of thousands of times.
 //
 // Why tables: one decode step of an offloading policy is a discrete-event simulation of a 32-layer DAG
-// (about 0.7 ms for CTKVR); a 100,000-request run has ~10^5-10^6 iterations. The step cost is a smooth
+// (a few microseconds for CTKVR through the periodic shortcut, model/step_simulation.hpp; ~0.7 ms
+// before it); a 100,000-request run has ~10^5-10^6 iterations. The step cost is a smooth
 // function of (batch, mean prompt, mean generated tokens), so it is evaluated exactly at the corners of
 // a grid cell the first time the cell is used and interpolated (multilinearly) inside it. The grid:
 // every batch up to 32, then steps of 1/16 of the batch; prompt and generated tokens on geometric
