@@ -1,5 +1,6 @@
 #include "tools/kvsim/serve_cmd.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -128,9 +129,24 @@ std::string num(double v, const char* f = "%.3g") {
   return b;
 }
 
+// The lengths of a request file's prompts or outputs, as its header line states them (the scenario's
+// length distributions do not apply to a file's requests).
+std::string file_lengths(const std::vector<Request>& rs, int64_t Request::*field) {
+  std::vector<int64_t> v;
+  v.reserve(rs.size());
+  for (const Request& r : rs) v.push_back(r.*field);
+  if (v.empty()) return "none";
+  std::sort(v.begin(), v.end());
+  return "from the file (" + std::to_string(v.front()) + "-" + std::to_string(v.back()) + ", median " +
+         std::to_string(v[v.size() / 2]) + ")";
+}
+
 std::string serve_table(const Loaded& l, const std::vector<ServeResult>& rs) {
   std::string t;
   const ServingSpec& sp = l.spec;
+  const bool from_file = sp.workload.arrivals.kind == ArrivalSpec::Kind::trace;
+  const std::string prompt = from_file ? file_lengths(l.requests, &Request::prompt_tokens) : sp.workload.prompt.describe();
+  const std::string output = from_file ? file_lengths(l.requests, &Request::output_tokens) : sp.workload.output.describe();
   char head[512];
   std::snprintf(head, sizeof head,
                 "%s: %lld requests, %s, prompt %s, output %s; %d replica(s) x TP %d, token budget %lld, chunk %lld, "
@@ -141,7 +157,7 @@ std::string serve_table(const Loaded& l, const std::vector<ServeResult>& rs) {
                     : (num(sp.workload.arrivals.rate) + " req/s " +
                        (sp.workload.arrivals.kind == ArrivalSpec::Kind::gamma ? "gamma" : "poisson"))
                           .c_str(),
-                sp.workload.prompt.describe().c_str(), sp.workload.output.describe().c_str(), sp.replicas,
+                prompt.c_str(), output.c_str(), sp.replicas,
                 l.s.workload.tensor_parallel, (long long)sp.engine.token_budget, (long long)sp.engine.chunk_tokens,
                 preemption_name(sp.engine.preemption));
   t += head;
