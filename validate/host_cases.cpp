@@ -17,6 +17,10 @@
 #include "validate/parallel_time.hpp"
 #include "validate/validate.hpp"
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 namespace kvsim::validate {
 namespace {
 using Vec = std::vector<float>;
@@ -448,7 +452,84 @@ Case cpu_reconstruct() {
   };
   return c;
 }
+
+// Sum of the m rows rows[idx[i]] (d floats each) of `arrays` arrays, prefetching the rows `ahead` keys
+// on one 64-byte line at a time, as attend_rows does; four independent accumulators so that the adds
+// never bind. What a kernel over the same scattered rows cannot beat on this machine: it does the
+// reads and nearly nothing else.
+float gather_read(const float* const* arrays, int narrays, const int32_t* idx, int64_t m, int d, int ahead) {
+#if defined(__AVX2__)
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = 0; i < m; ++i) {
+    if (ahead > 0 && i + ahead < m)
+      for (int a = 0; a < narrays; ++a)
+        for (int b = 0; b < d; b += 16)
+          _mm_prefetch(reinterpret_cast<const char*>(arrays[a] + int64_t(idx[i + ahead]) * d + b), _MM_HINT_T0);
+    for (int a = 0; a < narrays; ++a) {
+      const float* r = arrays[a] + int64_t(idx[i]) * d;
+      for (int c = 0; c + 8 <= d; c += 8) acc[(c / 8) & 3] = _mm256_add_ps(acc[(c / 8) & 3], _mm256_loadu_ps(r + c));
+    }
+  }
+  alignas(32) float t[8];
+  _mm256_store_ps(t, _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+#else
+  (void)ahead;
+  float s = 0.f;
+  for (int64_t i = 0; i < m; ++i)
+    for (int a = 0; a < narrays; ++a)
+      for (int c = 0; c < d; ++c) s += arrays[a][int64_t(idx[i]) * d + c];
+  return s;
+#endif
+}
 }  // namespace
+
+std::vector<Case> gather_read_cases(const std::vector<int>& prefetch) {
+  std::vector<Case> out;
+  for (const int pf : prefetch) {
+    const std::string tail = "/pf" + std::to_string(pf);
+    // cpu_attention's rows: K and V rows of m = s of n = 2m keys, in random order (random_ids, same seeds).
+    Case a{"gather_read/cpu_attention" + tail, false, PhaseKind::host_kernel, CurveVariable::bytes,
+           "scattered K and V row reads of cpu_attention", cpu_attention().grid, 256, nullptr};
+    a.make = [pf](double s, int t, double cold) {
+      const int64_t m = int64_t(s), n = 2 * m;
+      Instance in = cycled(2.0 * n * kRow, cold, uint32_t(t), [=](uint32_t seed) {
+        auto K = random_vec(size_t(n) * D, seed), V = random_vec(size_t(n) * D, seed + 7);
+        auto idx = std::make_shared<Ids>(random_ids(n, m, seed));
+        auto sink = std::make_shared<float>(0.f);
+        return std::function<void()>([=] {
+          const float* arrays[2] = {K->data(), V->data()};
+          *sink += gather_read(arrays, 2, idx->data(), m, D, pf);
+        });
+      });
+      in.work.dram_bytes = double(m) * 2 * kRow;
+      in.run_bytes = kRow;
+      return in;
+    };
+    out.push_back(a);
+    // cpu_rerank's rows: K rows of m = s recalled of n = 2m, sorted (recall's dedup'd list).
+    Case r{"gather_read/cpu_rerank" + tail, false, PhaseKind::host_kernel, CurveVariable::bytes,
+           "scattered K row reads of cpu_rerank", cpu_rerank().grid, 512, nullptr};
+    r.make = [pf](double s, int t, double cold) {
+      const int64_t m = int64_t(s), n = 2 * m;
+      Instance in = cycled(double(n) * kRow, cold, uint32_t(t), [=](uint32_t seed) {
+        auto K = random_vec(size_t(n) * D, seed);
+        auto ids = std::make_shared<Ids>(random_ids(n, m, seed));
+        std::sort(ids->begin(), ids->end());
+        auto sink = std::make_shared<float>(0.f);
+        return std::function<void()>([=] {
+          const float* arrays[1] = {K->data()};
+          *sink += gather_read(arrays, 1, ids->data(), m, D, pf);
+        });
+      });
+      in.work.dram_bytes = double(m) * kRow;
+      in.run_bytes = kRow;
+      return in;
+    };
+    out.push_back(r);
+  }
+  return out;
+}
 
 std::vector<Case> host_cases(bool optimized) {
   std::vector<Case> all = {cpu_attention(),   cpu_rerank(),   cpu_decode_attention(), cpu_paged_attention(),
