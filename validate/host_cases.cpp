@@ -246,7 +246,10 @@ Case cpu_chess_select() {
     const int64_t P = int64_t(s), C = (P + 7) / 8, Gr = (C + 7) / 8;
     Instance in = cycled(double(P + C + Gr) * 4, cold, uint32_t(t), [=](uint32_t seed) {
       auto p = random_vec(size_t(P), seed), ch = random_vec(size_t(C), seed + 1), g = random_vec(size_t(Gr), seed + 2);
-      return [=] { (void)ref::chess_hierarchical_select(*g, *ch, *p, 8, 8, 0.5, 0.5, 0.25); };
+      if (g_optimized)
+        return std::function<void()>(
+            [=] { (void)host::chess_select(g->data(), ch->data(), p->data(), P, 8, 8, 0.5, 0.5, 0.25); });
+      return std::function<void()>([=] { (void)ref::chess_hierarchical_select(*g, *ch, *p, 8, 8, 0.5, 0.5, 0.25); });
     });
     select_work(in, double(P + C + Gr), double(P) / 16);
     return in;
@@ -540,7 +543,8 @@ std::vector<Case> host_cases(bool optimized) {
   // The phases with an optimized kernel (kernels/host/): the list says which kernels ran.
   static const std::set<std::string> with_optimized = {
       "cpu_attention", "cpu_rerank",      "cpu_decode_attention", "cpu_score",     "cpu_quest_bound",
-      "cpu_topk",      "staging_gather",  "cpu_qcivf_build",      "cpu_obs_window", "cpu_dedup"};
+      "cpu_topk",      "staging_gather",  "cpu_qcivf_build",      "cpu_obs_window", "cpu_dedup",
+      "cpu_chess_select"};
   for (Case& c : all) {
     const bool opt = optimized && with_optimized.count(c.phase) > 0;
     c.kernels = std::string(opt ? "kvsim::host " : "kvsim::ref ") + c.kernels;
