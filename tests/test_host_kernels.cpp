@@ -7,6 +7,9 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/host/host.hpp"
@@ -311,4 +314,31 @@ TEST(HostKernels, FactoredSegmentsMatchTheReconstructedRows) {
     EXPECT_NEAR(l, lse[size_t(r)], 1e-4f);
     for (int c = 0; c < d; ++c) EXPECT_NEAR(o[size_t(c)], out[size_t(r) * d + c], 1e-4f) << r << " " << c;
   }
+}
+
+// CHESS's cascade: the same kept ids per level as the reference, with ties, NaN and ±0 in every level,
+// partial last chunks and grids, ratios 0 and 1, and page counts small and large (the radix top-k path).
+TEST(HostKernels, ChessSelectIsIdenticalToTheReference) {
+  std::mt19937 g(11);
+  std::uniform_int_distribution<int> coarse(0, 12);  // many ties
+  for (int64_t P : {int64_t(1), int64_t(7), int64_t(100), int64_t(4099), int64_t(262144)})
+    for (const auto& [Nc, Ng] : {std::pair{8, 8}, std::pair{3, 5}, std::pair{1, 1}})
+      for (const auto& [rg, rc, rp] : {std::tuple{0.5, 0.5, 0.25}, std::tuple{1.0, 1.0, 1.0}, std::tuple{0.0, 0.5, 0.5},
+                                       std::tuple{0.3, 0.7, 0.11}}) {
+        const int64_t C = (P + Nc - 1) / Nc, Gr = (C + Ng - 1) / Ng;
+        auto fill = [&](int64_t n) {
+          std::vector<float> v(static_cast<size_t>(n));
+          for (auto& x : v) x = float(coarse(g)) * 0.5f - 3.f;
+          if (n > 3) v[1] = NAN, v[2] = -0.f, v[3] = 0.f;
+          return v;
+        };
+        const auto sg = fill(Gr), sc = fill(C), sp = fill(P);
+        const auto want = ref::chess_hierarchical_select(sg, sc, sp, Nc, Ng, rg, rc, rp);
+        const auto got = host::chess_select(sg.data(), sc.data(), sp.data(), P, Nc, Ng, rg, rc, rp);
+        EXPECT_EQ(want.grids, got.grids) << "P=" << P << " Nc=" << Nc << " rho_g=" << rg;
+        EXPECT_EQ(want.chunks, got.chunks) << "P=" << P << " Nc=" << Nc << " rho_c=" << rc;
+        EXPECT_EQ(want.pages, got.pages) << "P=" << P << " Nc=" << Nc << " rho_p=" << rp;
+      }
+  const std::vector<float> one{1.f};
+  EXPECT_THROW(host::chess_select(one.data(), one.data(), one.data(), 1, 0, 1, 1, 1, 1), std::invalid_argument);
 }
