@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -26,14 +27,23 @@ namespace {
 
 bool is_yaml(const fs::path& p) { return p.extension() == ".yaml" || p.extension() == ".yml"; }
 
-// A fitted config's provenance, from its `fit:` block: what it was fitted on and how well it held
-// where it was not fitted, when the block says.
+// A fitted config's provenance, from its `fit:` block (`kvsim trace fit`): the real traces it was
+// fitted on, its worst residual there, and how it held where it was not fitted, when the block says.
 std::string fit_text(const YAML::Node& fit) {
   std::string t;
-  if (fit["source"]) t += "fit on " + fit["source"].as<std::string>();
-  if (fit["tokens"]) t += (t.empty() ? "fit at " : " at ") + fit["tokens"].as<std::string>() + " tokens";
-  if (const YAML::Node v = fit["validation"]; v && v.IsMap())
-    for (const auto& kv : v) t += "; validation " + kv.first.as<std::string>() + ": " + YAML::Dump(kv.second);
+  double worst = -1;
+  std::string worst_stat;
+  if (const YAML::Node srcs = fit["sources"]; srcs && srcs.IsSequence())
+    for (const YAML::Node& src : srcs) {
+      t += (t.empty() ? "fit on " : ", ") + src["file"].as<std::string>("?");
+      if (src["tokens"]) t += " (" + src["tokens"].as<std::string>() + " tokens)";
+      if (const YAML::Node res = src["residuals"]; res && res.IsSequence())
+        for (const YAML::Node& r : res)
+          if (r["relative_error"] && std::abs(r["relative_error"].as<double>()) > worst)
+            worst = std::abs(r["relative_error"].as<double>()), worst_stat = r["statistic"].as<std::string>("?");
+    }
+  if (worst >= 0) t += "; largest fit residual " + fmt("%.0f", 100 * worst) + "% (" + worst_stat + ")";
+  if (const YAML::Node v = fit["validation"]; v && v.IsScalar()) t += "; validation: " + v.as<std::string>();
   return t.empty() ? "fitted to a real trace" : t;
 }
 
