@@ -187,11 +187,13 @@ constexpr int kPrefetch = 16;
 // step. Why not blocks of 32 (the path below, still the one without AVX-512): a block's logits, then
 // its softmax, then its values read the rows in two bursts with the arithmetic in between, and kept a
 // gathered set at 0.28–0.44 of the DRAM ceiling while the same reads with the same FMAs interleaved
-// reach 0.68–0.75 (docs/validation/cpu.md, second pass). Here the next step's rows are prefetched one
-// line per 16-channel chunk inside the current step's loops (K rows in its logits, V rows in its
-// values), so reads are in flight through the whole step. One step ahead is the measured best: two
-// steps (16 keys) ahead ran at 29–33 GB/s against 35–45 for one, and half a step is too late (20 GB/s);
-// 12-key steps, prefetcht1, an extra prefetcht1 two steps ahead and every other line were no better.
+// reach 0.68–0.75 (docs/validation/cpu.md, second pass). Here rows ahead are prefetched one line per
+// 16-channel chunk inside the current step's loops, so reads are in flight through the whole step:
+// the next step's K rows in its logits, and the V rows two steps ahead in its values. Measured
+// (docs/validation/cpu.md, third pass): K rows one step ahead beat two (29–33 against 31–45 GB/s);
+// V rows two steps ahead beat one (median 40.9 against 35.5 GB/s over six alternated runs), three
+// were no better; half a step is too late (20 GB/s). 12-key steps, prefetcht1, an extra prefetcht1
+// further ahead and every other line were no better.
 // The 16 lanes of a logit vector are 4 query rows × 4 keys, so a step's softmax is a few vector ops.
 constexpr int kOneSteps = 2;    // logit vectors (4 keys each) per step
 constexpr int kMaxOneD = 512;   // head dims up to this take the one-pass kernel (scratch for padded rows)
@@ -348,7 +350,7 @@ struct RowQuads {
 
 // One plain segment in one pass, continuing the running state mx[r], l[r] and out of rows [0, R)
 // (attend_pass's), 4·NV keys per step. A last partial step repeats its last key with logit -inf. The
-// next step's rows are prefetched during the first row quad's work (the other quads find them in L1).
+// rows ahead are prefetched during the first row quad's work (the other quads find them in L1).
 // Not inlined: inlined into attend_pass, next to the block path, GCC spilled the key vectors of
 // quad_logits to the stack (103 against 73 cycles per key on L1-resident rows).
 template <int NV>
@@ -367,11 +369,9 @@ __attribute__((noinline)) void attend_onepass(const AttendSegment& p, int d, flo
       kr[j] = p.keys + row * d;
       vr[j] = p.values + row * d;
     }
-    int npf = 0;  // the next step's rows
-    for (; npf < nk && i + nk + npf < p.m; ++npf) {
-      pk[npf] = p.keys + key(i + nk + npf) * d;
-      pv[npf] = p.values + key(i + nk + npf) * d;
-    }
+    int npf = 0, npv = 0;  // the next step's K rows, the V rows of the step after it
+    for (; npf < nk && i + nk + npf < p.m; ++npf) pk[npf] = p.keys + key(i + nk + npf) * d;
+    for (; npv < nk && i + 2 * nk + npv < p.m; ++npv) pv[npv] = p.values + key(i + 2 * nk + npv) * d;
     alignas(64) float b[nk] = {};
     if (p.bias) std::copy_n(p.bias + i, nb, b);
     for (int g = 0; g < rq.n; ++g) {
@@ -384,7 +384,7 @@ __attribute__((noinline)) void attend_onepass(const AttendSegment& p, int d, flo
         s[v] = _mm512_mask_mov_ps(ninf, __mmask16(0x1111 * ((1u << present) - 1)), s[v]);
       }
       fold_step<NV>(s, rq.st[g], rq.o[g], d);
-      step_values<NV>(s, vr, rq.o[g], d, pv, g == 0 ? npf : 0);
+      step_values<NV>(s, vr, rq.o[g], d, pv, g == 0 ? npv : 0);
     }
   }
   rq.store(R, mx, l);
