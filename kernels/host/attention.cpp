@@ -190,7 +190,7 @@ constexpr int kPrefetch = 16;
 // reach 0.68–0.75 (docs/validation/cpu.md, second pass). Here rows ahead are prefetched one line per
 // 16-channel chunk inside the current step's loops, so reads are in flight through the whole step:
 // the next step's K rows in its logits, and the V rows two steps ahead in its values. Measured
-// (docs/validation/cpu.md, third pass): K rows one step ahead beat two (29–33 against 31–45 GB/s);
+// (docs/validation/cpu.md, third pass): K rows one step ahead beat two (31–45 against 29–33 GB/s);
 // V rows two steps ahead beat one (median 40.9 against 35.5 GB/s over six alternated runs), three
 // were no better; half a step is too late (20 GB/s). 12-key steps, prefetcht1, an extra prefetcht1
 // further ahead and every other line were no better.
