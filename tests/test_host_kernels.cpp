@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <tuple>
 #include <utility>
+#include <numeric>
 #include <vector>
 
 #include "kernels/host/host.hpp"
@@ -148,6 +149,32 @@ TEST(HostKernels, GatherAndBiasedAttentionAgreeToFloatRounding) {
   EXPECT_THROW(host::attend_rows({.queries = Q.data(), .rows = G, .keys = K.data(), .values = V.data(), .idx = bad,
                                   .m = 1, .n = n, .d = d, .scale = 1, .out = o.data(), .lse = l.data()}),
                std::out_of_range);
+}
+
+// Row counts that are not a multiple of the one-pass kernel's row quads (its last quad is padded) and
+// more than one quad, key counts that end in a partial step, head dims 16 and 64, and the same rows
+// given contiguously: the same outputs as the reference to float rounding.
+TEST(HostKernels, GatherAttentionOverRowAndKeyTails) {
+  const int64_t n = 300;
+  for (const int d : {16, 64})
+    for (const int G : {1, 3, 6, 16})
+      for (const int64_t m : {int64_t(5), int64_t(8), int64_t(61)}) {
+        SCOPED_TRACE("d=" + std::to_string(d) + " G=" + std::to_string(G) + " m=" + std::to_string(m));
+        const auto K = random_floats(size_t(n) * d, 31, -2.f, 2.f), V = random_floats(size_t(n) * d, 32);
+        const auto Q = random_floats(size_t(G) * d, 33, -2.f, 2.f);
+        std::vector<int32_t> idx, dense(static_cast<size_t>(m));
+        for (int64_t i = 0; i < m; ++i) idx.push_back(int32_t((i * 37 + 11) % n));
+        std::iota(dense.begin(), dense.end(), 0);
+        for (const auto* ids : {&idx, &dense}) {
+          std::vector<float> o1(size_t(G) * d), l1(G), o2(size_t(G) * d, NAN), l2(G, NAN);
+          ref::gqa_gather_attention(Q.data(), G, K.data(), V.data(), n, d, ids->data(), m, 0.3f, o1.data(), l1.data());
+          host::attend_rows({.queries = Q.data(), .rows = G, .keys = K.data(), .values = V.data(),
+                             .idx = ids == &idx ? idx.data() : nullptr, .m = m, .n = n, .d = d, .scale = 0.3f,
+                             .out = o2.data(), .lse = l2.data()});
+          for (size_t i = 0; i < o1.size(); ++i) EXPECT_NEAR(o1[i], o2[i], 1e-5f) << i;
+          for (int r = 0; r < G; ++r) EXPECT_NEAR(l1[size_t(r)], l2[size_t(r)], 1e-5f);
+        }
+      }
 }
 
 TEST(HostKernels, SpanSvdAndPcaAgreeWithTheReference) {
