@@ -33,6 +33,7 @@ struct TraceCommands {
   // gen
   std::string preset, config, out, dtype;
   std::vector<std::string> sets;
+  int64_t tokens = 0;
   // slice
   std::string layers, kv_heads, steps;
   bool keep_tokens = false;
@@ -164,7 +165,7 @@ int run_gen(TraceCommands& c, const std::string& cmdline) {
     overrides.emplace_back(s.substr(0, eq), s.substr(eq + 1));
   }
   // A preset is a name in scenarios/traces/; --config is a path (a name works there too).
-  SyntheticConfig cfg = load_synthetic_config(c.preset.empty() ? c.config : c.preset, overrides);
+  SyntheticConfig cfg = load_synthetic_config(c.preset.empty() ? c.config : c.preset, overrides, c.tokens);
   cfg.command = cmdline;
   const SyntheticTrace trace(cfg);
   write_with_progress(c.out, trace, parse_out_dtype(c.dtype, trace.storage_dtype()));
@@ -286,6 +287,9 @@ TraceCommands* add_trace_commands(CLI::App& app) {
   c.gen->add_option("--preset", c.preset, "preset name from scenarios/traces/ (e.g. needle, multidoc-qa)");
   c.gen->add_option("--config", c.config, "generator config YAML");
   c.gen->add_option("--set", c.sets, "KEY=VALUE override of a generator knob (repeatable)");
+  c.gen->add_option("--tokens", c.tokens,
+                    "total length T: prompt_tokens = T - generated_tokens, then the config's scaling rules at T")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 32));
   c.gen->add_option("--dtype", c.dtype, "element type written: fp32, fp16 or bf16 (default: the config's)");
   c.gen->add_option("-o,--out", c.out, "output .safetensors (written atomically)")->required();
 
