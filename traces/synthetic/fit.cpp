@@ -157,7 +157,8 @@ SyntheticConfig candidate(const SyntheticConfig& base, int g, const std::vector<
 // Coordinate search from the generator's usual values: per knob, a step up, then down (doubling while
 // it keeps helping); a knob whose two steps both fail halves its step. Stops when every step is below 1/16 of its start or the budget
 // is spent. Deterministic: same target, same simulator, same path.
-GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const std::vector<int>& layers, int budget) {
+GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const std::vector<int>& layers, int budget,
+                      const GroupFit* start) {
   const double n_loc = double(t.local.size()), n_ret = double(t.retrieval.size()), n = n_loc + n_ret;
   // Each class weighs its share of the heads, at least a quarter, so a minority class still counts.
   const double w_loc = n_loc > 0 ? std::max(n_loc / n, 0.25) : 0, w_ret = n_ret > 0 ? std::max(n_ret / n, 0.25) : 0;
@@ -172,8 +173,15 @@ GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const 
     u[size_t(i)] = to_axis(kSearch[i], kSearch[i].init);
     step[size_t(i)] = kSearch[i].step;
   }
+  if (start) {  // continue from a fit of the same text at another length: no screening, finer steps
+    for (int i = 0; i < kKnobs; ++i) {
+      for (const auto& [k, v] : start->knobs)
+        if (k == kSearch[i].name) u[size_t(i)] = to_axis(kSearch[i], std::clamp(v, kSearch[i].lo, kSearch[i].hi));
+      step[size_t(i)] /= 4;
+    }
+  }
   double best = objective(u);
-  for (int p = 1; p <= kScreen; ++p) {
+  for (int p = 1; p <= (start ? 0 : kScreen); ++p) {
     std::array<double, kKnobs> c{};
     for (int i = 0; i < kKnobs; ++i) {
       const double a = to_axis(kSearch[i], kSearch[i].scan_lo), b = to_axis(kSearch[i], kSearch[i].scan_hi);
@@ -424,7 +432,7 @@ std::vector<int> group_starts(const TraceMeta& m, const std::vector<HeadProfile>
 }  // namespace
 
 TraceFitResult fit_trace(const TraceSource& real, const std::string& name, const FitOptions& o,
-                         const std::vector<std::pair<int, int>>& groups) {
+                         const std::vector<std::pair<int, int>>& groups, const TraceFitResult* start) {
   check_fittable(real, name);
   const TraceMeta& m = real.meta();
   const std::vector<HeadProfile> heads = real_heads(real, name);
@@ -458,7 +466,8 @@ TraceFitResult fit_trace(const TraceSource& real, const std::string& name, const
   // each search is deterministic, so the result does not depend on the threads.
   auto work = [&](size_t first) {
     for (size_t g = first; g < starts.size(); g += 2) {
-      GroupFit found = search_group(targets[g], sim, int(g), layers[g], o.max_evaluations);
+      const GroupFit* from = start && g < start->groups.size() ? &start->groups[g] : nullptr;
+      GroupFit found = search_group(targets[g], sim, int(g), layers[g], o.max_evaluations, from);
       r.groups[g].knobs = std::move(found.knobs);
       r.groups[g].residuals = std::move(found.residuals);
       r.groups[g].evaluations = found.evaluations;
@@ -490,9 +499,12 @@ TraceFitResult fit_trace(const TraceSource& real, const std::string& name, const
 
 namespace {
 
-// The scaling rule of one knob from its fitted values at several lengths: constant when they move by
-// at most 10% of their mean magnitude (at least of `unit`: 1 for strengths, windows and noise, 0.1 for
-// fractions and correlations), else linear in ln(tokens) with the least-squares slope.
+// The scaling rule of one knob from its fitted values at several lengths: linear in ln(tokens), with the
+// least-squares slope, when the values move by more than 10% of their mean magnitude (at least of 1
+// for strengths, windows and noise, 0.1 for fractions and correlations) and the line explains at least
+// 80% of their variance; else constant (the reference length's value). Fits of one text at several
+// lengths scatter between equally good knob settings, and a slope fitted to scatter would extrapolate
+// it.
 ScalingRule scaling_rule(int group, const std::string& knob, const std::vector<int64_t>& tokens,
                          const std::vector<double>& values) {
   ScalingRule r{group, knob, 0, tokens, values};
@@ -511,7 +523,10 @@ ScalingRule scaling_rule(int group, const std::string& knob, const std::vector<i
     sxy += dx * (values[i] - my);
     sxx += dx * dx;
   }
-  if (sxx > 0) r.slope = sxy / sxx;
+  double syy = 0;
+  for (double v : values) syy += (v - my) * (v - my);
+  // A trend, not scatter: the line must explain at least 80% of the values' variance (R^2 >= 0.8).
+  if (sxx > 0 && syy > 0 && sxy * sxy / (sxx * syy) >= 0.8) r.slope = sxy / sxx;
   return r;
 }
 
@@ -539,7 +554,9 @@ std::vector<TraceFitResult> fit_traces(const std::vector<const TraceSource*>& re
   fits.back() = fit_trace(*real[order.back()], names[order.back()], o);
   std::vector<std::pair<int, int>> groups;
   for (const GroupFit& g : fits.back().groups) groups.emplace_back(g.first, g.last);
-  for (size_t k = 0; k + 1 < order.size(); ++k) fits[k] = fit_trace(*real[order[k]], names[order[k]], o, groups);
+  // Each shorter length continues from the next longer one's knobs, so a knob's path over the lengths
+  // follows the length rather than jumping between equally good corners of the search box.
+  for (size_t k = order.size() - 1; k-- > 0;) fits[k] = fit_trace(*real[order[k]], names[order[k]], o, groups, &fits[k + 1]);
   if (fits.size() < 2) return fits;
   SyntheticConfig& cfg = fits.back().config;
   cfg.scaling_reference_tokens = fits.back().tokens;
