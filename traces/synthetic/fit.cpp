@@ -94,6 +94,7 @@ double halton(int index, int base) {
   return r;
 }
 constexpr int kKnobs = int(std::size(kSearch));
+constexpr double kStay = 0.002;  // see search_group: about a 10% relative error of one statistic per step
 
 double to_axis(const SearchKnob& k, double v) {
   if (k.axis == Axis::log) return std::log(v);
@@ -163,12 +164,7 @@ GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const 
   // Each class weighs its share of the heads, at least a quarter, so a minority class still counts.
   const double w_loc = n_loc > 0 ? std::max(n_loc / n, 0.25) : 0, w_ret = n_ret > 0 ? std::max(n_ret / n, 0.25) : 0;
   GroupFit g;
-  auto objective = [&](const std::array<double, kKnobs>& u) {
-    ++g.evaluations;
-    const auto [loc, ret] = sim.run(candidate(sim.base, gi, layers, u));
-    return w_loc * (w_loc > 0 ? distance(loc, t.local_mean) : 0) + w_ret * (w_ret > 0 ? distance(ret, t.retrieval_mean) : 0);
-  };
-  std::array<double, kKnobs> u{}, step{};
+  std::array<double, kKnobs> u{}, step{}, u0{};
   for (int i = 0; i < kKnobs; ++i) {
     u[size_t(i)] = to_axis(kSearch[i], kSearch[i].init);
     step[size_t(i)] = kSearch[i].step;
@@ -180,6 +176,21 @@ GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const 
       step[size_t(i)] /= 4;
     }
   }
+  u0 = u;
+  auto objective = [&](const std::array<double, kKnobs>& c) {
+    ++g.evaluations;
+    const auto [loc, ret] = sim.run(candidate(sim.base, gi, layers, c));
+    double f = w_loc * (w_loc > 0 ? distance(loc, t.local_mean) : 0) + w_ret * (w_ret > 0 ? distance(ret, t.retrieval_mean) : 0);
+    // A continued fit pays kStay per (initial step)^2 it moves a knob from where the other length left
+    // it: a knob moves only where the statistics ask for it, so its path over the lengths is a trend
+    // and not a walk between equally good settings (which a scaling rule would extrapolate).
+    if (start)
+      for (int i = 0; i < kKnobs; ++i) {
+        const double z = (c[size_t(i)] - u0[size_t(i)]) / kSearch[i].step;
+        f += kStay * z * z;
+      }
+    return f;
+  };
   double best = objective(u);
   for (int p = 1; p <= (start ? 0 : kScreen); ++p) {
     std::array<double, kKnobs> c{};
@@ -499,8 +510,8 @@ TraceFitResult fit_trace(const TraceSource& real, const std::string& name, const
 
 namespace {
 
-// The scaling rule of one knob from its fitted values at several lengths: linear in ln(tokens), with the
-// least-squares slope, when the values move by more than 10% of their mean magnitude (at least of 1
+// The scaling rule of one knob from its fitted values at several lengths: linear in ln(tokens) (for the
+// window and query_ar, in the coordinate apply_scaling uses), with the least-squares slope, when the values move by more than 10% of their mean magnitude (at least of 1
 // for strengths, windows and noise, 0.1 for fractions and correlations) and the line explains at least
 // 80% of their variance; else constant (the reference length's value). Fits of one text at several
 // lengths scatter between equally good knob settings, and a slope fitted to scatter would extrapolate
@@ -508,23 +519,32 @@ namespace {
 ScalingRule scaling_rule(int group, const std::string& knob, const std::vector<int64_t>& tokens,
                          const std::vector<double>& values) {
   ScalingRule r{group, knob, 0, tokens, values};
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  double mean = 0;
+  for (double v : values) mean += v / double(values.size());
+  const bool fraction = knob == "retrieval_heads" || knob == "weak_factor" || knob == "query_ar";
+  if (*hi - *lo <= 0.1 * std::max(std::abs(mean), fraction ? 0.1 : 1.0)) return r;
+  // The line is fitted in the coordinate apply_scaling moves: ln W for the window, ln(1 - ar) for
+  // query_ar (power laws), the value itself for the rest.
+  std::vector<double> y;
+  for (double v : values) {
+    if (knob == "recency_window") y.push_back(std::log(std::max(v, 1e-9)));
+    else if (knob == "query_ar") y.push_back(std::log(std::max(1.0 - v, 1e-9)));
+    else y.push_back(v);
+  }
   const double n = double(values.size());
   double mx = 0, my = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
+  for (size_t i = 0; i < y.size(); ++i) {
     mx += std::log(double(tokens[i])) / n;
-    my += values[i] / n;
+    my += y[i] / n;
   }
-  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-  const bool fraction = knob == "retrieval_heads" || knob == "weak_factor" || knob == "query_ar";
-  if (*hi - *lo <= 0.1 * std::max(std::abs(my), fraction ? 0.1 : 1.0)) return r;
-  double sxy = 0, sxx = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
     const double dx = std::log(double(tokens[i])) - mx;
-    sxy += dx * (values[i] - my);
+    sxy += dx * (y[i] - my);
     sxx += dx * dx;
+    syy += (y[i] - my) * (y[i] - my);
   }
-  double syy = 0;
-  for (double v : values) syy += (v - my) * (v - my);
   // A trend, not scatter: the line must explain at least 80% of the values' variance (R^2 >= 0.8).
   if (sxx > 0 && syy > 0 && sxy * sxy / (sxx * syy) >= 0.8) r.slope = sxy / sxx;
   return r;

@@ -74,7 +74,8 @@ std::string fit_yaml(const std::vector<TraceFitResult>& fits, const FitOptions& 
   s += "layer_groups:\n";
   for (const LayerGroup& g : c.layer_groups) s += group_line(g);
   if (!c.scaling.empty()) {
-    s += "# value(T) = the group's value + slope x ln(T / reference_tokens); slope 0 = constant.\n";
+    s += "# value(T) = the group's value + slope x ln(T / reference_tokens); recency_window x (T / reference)^slope;\n"
+         "# 1 - query_ar x (T / reference)^slope; slope 0 = constant.\n";
     s += "scaling:\n  reference_tokens: " + std::to_string(c.scaling_reference_tokens) + "\n  rules:\n";
     for (const ScalingRule& r : c.scaling)
       s += "    - {group: " + std::to_string(r.group) + ", knob: " + r.knob + ", slope: " + num(r.slope) +

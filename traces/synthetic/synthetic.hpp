@@ -38,7 +38,8 @@ struct LayerGroup {
 
 // How one group knob follows the trace length (`scaling:`, written by `kvsim trace fit` from captures
 // of one text at several lengths): at T tokens the knob is its group's value + slope x ln(T /
-// reference_tokens), clamped to the knob's range. slope 0 is the "constant" rule.
+// reference_tokens), clamped to the knob's range; recency_window is multiplied by (T / reference)^slope
+// and query_ar's 1 - ar likewise (power laws, which stay inside their ranges). slope 0 is "constant".
 struct ScalingRule {
   int group = 0;  // index into layer_groups
   std::string knob;

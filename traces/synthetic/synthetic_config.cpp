@@ -274,7 +274,12 @@ void apply_scaling(SyntheticConfig& c) {
     auto it = std::find_if(knobs.begin(), knobs.end(), [&](const auto& kv) { return kv.first == r.knob; });
     // A rule for a knob the group does not set scales the top-level value it inherits.
     const double base = it != knobs.end() ? it->second : c.*(k->field);
-    const double v = std::clamp(base + r.slope * x, k->range.lo, k->range.hi);
+    // Windows scale as a power of T (ln W linear in ln T) and query_ar's 1 - ar likewise, so a rule
+    // extrapolated to a longer trace cannot run a window or a correlation through its bound.
+    double v = base + r.slope * x;
+    if (r.knob == "recency_window") v = base * std::exp(r.slope * x);
+    if (r.knob == "query_ar") v = 1.0 - (1.0 - base) * std::exp(r.slope * x);
+    v = std::clamp(v, k->range.lo, k->range.hi);
     if (it != knobs.end()) it->second = v;
     else knobs.emplace_back(r.knob, v);
   }
