@@ -141,12 +141,14 @@ kv_heads: 2
 prompt_tokens: 992
 generated_tokens: 32
 layer_groups:
-  - {layers: [0, 1], sink_strength: 10, query_ar: 0.9}
+  - {layers: [0, 1], sink_strength: 10, query_ar: 0.9, recency_window: 20}
 scaling:
   reference_tokens: 1024
   rules:
     - {group: 0, knob: sink_strength, slope: 2, tokens: [512, 1024], values: [8.6, 10]}
     - {group: 0, knob: query_ar, slope: 0}
+    - {group: 0, knob: recency_window, slope: 0.5}
+    - {group: 0, knob: weak_factor, slope: 1}
 )");
   const SyntheticConfig at_ref = load_synthetic_config(path);
   EXPECT_DOUBLE_EQ(config_for_layer(at_ref, 0).sink_strength, 10.0);
@@ -154,6 +156,11 @@ scaling:
   EXPECT_EQ(at_4k.prompt_tokens, 4096 - 32);
   EXPECT_NEAR(config_for_layer(at_4k, 1).sink_strength, 10.0 + 2.0 * std::log(4.0), 1e-12);
   EXPECT_DOUBLE_EQ(config_for_layer(at_4k, 1).query_ar, 0.9);
+  // A window follows a power law: 20 x 4^0.5. A rule for a knob the group does not set scales the
+  // top-level value it inherits (0.25 + ln 4 = 1.64), clamped to the knob's range (0 .. 1).
+  EXPECT_NEAR(config_for_layer(at_4k, 0).recency_window, 40.0, 1e-9);
+  EXPECT_DOUBLE_EQ(config_for_layer(at_4k, 0).weak_factor, 1.0);
+  EXPECT_DOUBLE_EQ(config_for_layer(at_ref, 0).weak_factor, 0.25);
   EXPECT_NE(error_of([&] { load_synthetic_config(path, {}, 32); }).find("--tokens"), std::string::npos);
 }
 
