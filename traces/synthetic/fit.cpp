@@ -68,17 +68,18 @@ struct SearchKnob {
   double init;            // in knob units
   double step;            // in the axis coordinate
   double scan_lo, scan_hi;  // the screening box, in knob units: where real heads have been found
+  bool length_sensitive;    // moved by a continued fit at another length (see search_group)
 };
 const SearchKnob kSearch[] = {
-    {"sink_strength", Axis::linear, 0, 30, 8, 3, 0, 16},
-    {"recency_strength", Axis::linear, 0, 30, 6, 3, 0, 16},
-    {"recency_window", Axis::log, 1, 1024, 32, 1, 4, 256},
-    {"topic_strength", Axis::linear, 0, 30, 4, 2, 0, 14},
-    {"weak_factor", Axis::linear, 0, 1, 0.25, 0.2, 0, 0.8},
-    {"query_ar", Axis::log_one_minus, 0, 0.99999, 0.98, 1, 0.5, 0.995},
-    {"query_noise", Axis::linear, 0, 5, 0.3, 0.3, 0, 1.5},
-    {"query_wander", Axis::linear, 0, 5, 0.5, 0.3, 0, 2},
-    {"key_noise", Axis::linear, 0, 5, 0.5, 0.3, 0, 2},
+    {"sink_strength", Axis::linear, 0, 30, 8, 3, 0, 16, true},
+    {"recency_strength", Axis::linear, 0, 30, 6, 3, 0, 16, true},
+    {"recency_window", Axis::log, 1, 1024, 32, 1, 4, 256, true},
+    {"topic_strength", Axis::linear, 0, 30, 4, 2, 0, 14, true},
+    {"weak_factor", Axis::linear, 0, 1, 0.25, 0.2, 0, 0.8, false},
+    {"query_ar", Axis::log_one_minus, 0, 0.99999, 0.98, 1, 0.5, 0.995, false},
+    {"query_noise", Axis::linear, 0, 5, 0.3, 0.3, 0, 1.5, false},
+    {"query_wander", Axis::linear, 0, 5, 0.5, 0.3, 0, 2, false},
+    {"key_noise", Axis::linear, 0, 5, 0.5, 0.3, 0, 2, false},
 };
 // Screening points before the coordinate search: a Halton sequence over the screening box, so the
 // search starts in the best basin found rather than wherever the defaults are.
@@ -208,6 +209,7 @@ GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const 
     bool moving = false;
     for (int i = 0; i < kKnobs && g.evaluations < budget; ++i) {
       if (step[size_t(i)] < kSearch[i].step / 16) continue;
+      if (start && !kSearch[i].length_sensitive) continue;
       moving = true;
       bool improved = false;
       for (double dir : {1.0, -1.0}) {
