@@ -342,6 +342,13 @@ layer_groups:
   const auto missing = test::run_kvsim("trace fit " + dir + "no-such.safetensors -o " + yaml);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.out.find("no-such.safetensors"), std::string::npos) << missing.out;
+  // A file that is not a trace (cut short): an input error naming it, and the old YAML is kept.
+  const std::string text_before = test::read_text(yaml);
+  const std::string bad = test::write_temp("fit-bad.safetensors", test::read_text(src).substr(0, 200));
+  const auto corrupt = test::run_kvsim("trace fit " + bad + " -o " + yaml);
+  EXPECT_EQ(corrupt.exit_code, 2) << corrupt.out;
+  EXPECT_NE(corrupt.out.find("fit-bad.safetensors"), std::string::npos) << corrupt.out;
+  EXPECT_EQ(test::read_text(yaml), text_before);
   const auto json = test::run_kvsim("trace fit " + src + " -o " + yaml + " --groups 1 --format json");
   ASSERT_EQ(json.exit_code, 0) << json.out;
   EXPECT_NE(json.out.find("\"schema\": \"kvsim.trace_fit/1\""), std::string::npos) << json.out;
