@@ -3,10 +3,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "model/library.hpp"
 #include "replay/replay.hpp"
 #include "traces/synthetic/synthetic.hpp"
 
@@ -85,14 +87,15 @@ QualitySource resolve_quality_source(const std::string& arg, int64_t prompt_toke
     throw_input_error("command line", 0, option, "file '" + arg + "' does not exist; allowed: a trace file "
                       "(.safetensors), a synthetic preset name (scenarios/traces/) or a synthetic config YAML");
   // A synthetic configuration (load_synthetic_config names the preset's candidates or the file's errors).
-  SyntheticConfig c = load_synthetic_config(arg, {{"prompt_tokens", std::to_string(prompt_tokens)}});
-  if (c.obs_window > c.prompt_tokens) c.obs_window = c.prompt_tokens;
-  validate_synthetic_config(c, arg);
+  // Loaded twice: first for its decode length and question window, then at the workload's length, so
+  // that a fitted config's scaling rules apply at that length (`kvsim trace gen --tokens`).
+  const SyntheticConfig as_written = load_synthetic_config(arg);
+  const std::vector<std::pair<std::string, std::string>> window{
+      {"obs_window", std::to_string(std::min(as_written.obs_window, prompt_tokens))}};
+  SyntheticConfig c = load_synthetic_config(arg, window, prompt_tokens + as_written.generated_tokens);
   std::string fit;
-  if (is_yaml(p)) {
-    const YAML::Node doc = YAML::LoadFile(arg);
-    if (doc["fit"]) fit = fit_text(doc["fit"]);
-  }
+  const std::string file = resolve(LibraryKind::trace, arg, "", 0, "trace preset");
+  if (const YAML::Node doc = YAML::LoadFile(file); doc["fit"]) fit = fit_text(doc["fit"]);
   std::string memory_note;
   fit_in_memory(c, memory_limit_bytes, memory_note);
   const std::string length = " generated at " + std::to_string(c.prompt_tokens) + " prompt + " +
