@@ -3,6 +3,7 @@
 // (round trip on a synthetic trace with known knobs, bad input, determinism).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cmath>
 #include <cstring>
@@ -305,6 +306,52 @@ TEST(TraceFit, SeveralLengthsGiveScalingRules) {
   }
   const std::string path = test::write_temp("scaled-fit.yaml", fit_yaml(fits, o));
   EXPECT_NO_THROW(load_synthetic_config(path, {}, 4096));
+}
+
+// Sources at three lengths made by a known rule (every group's sink and recency strengths + 2 nats per
+// unit of ln T, or constant): the fit's strength slopes follow the rule's direction, and a rule's shorter
+// values are the reference values moved by its slope.
+std::vector<TraceFitResult> fit_three_lengths(double rule_slope) {
+  std::vector<std::unique_ptr<SyntheticTrace>> sources;
+  std::vector<const TraceSource*> ptrs;
+  for (int64_t prompt : {384, 640, 960}) {
+    SyntheticConfig c = fit_source(prompt, 64);
+    for (int g : {0, 1})
+      for (const char* k : {"sink_strength", "recency_strength"}) c.scaling.push_back({g, k, rule_slope, {}, {}});
+    c.scaling_reference_tokens = 1024;
+    apply_scaling(c);
+    sources.push_back(std::make_unique<SyntheticTrace>(c));
+    ptrs.push_back(sources.back().get());
+  }
+  FitOptions o;
+  o.groups = 2;
+  o.max_evaluations = 80;
+  return fit_traces(ptrs, {"a", "b", "c"}, o);
+}
+
+// The sink and recency strengths' slopes, summed over the groups.
+double strength_slopes(const SyntheticConfig& c) {
+  double s = 0;
+  for (const ScalingRule& r : c.scaling)
+    if (r.knob == "sink_strength" || r.knob == "recency_strength") s += r.slope;
+  return s;
+}
+
+TEST(TraceFit, StrengthSlopesFollowTheLengthRule) {
+  const std::vector<TraceFitResult> grown = fit_three_lengths(2), flat = fit_three_lengths(0);
+  const SyntheticConfig &g = grown.back().config, &f = flat.back().config;
+  const double grown_slope = strength_slopes(g), flat_slope = strength_slopes(f);
+  EXPECT_GT(grown_slope, flat_slope + 2) << "grown " << grown_slope << ", flat " << flat_slope;
+  // Only the strengths scale; every other knob is one setting at every length.
+  for (const ScalingRule& r : g.scaling) {
+    if (r.knob != "sink_strength" && r.knob != "recency_strength" && r.knob != "topic_strength") {
+      EXPECT_EQ(r.slope, 0) << r.knob;
+      continue;
+    }
+    ASSERT_EQ(r.values.size(), 3u);
+    const double x = std::log(double(r.tokens[0]) / double(r.tokens[2]));
+    EXPECT_NEAR(r.values[0], std::clamp(r.values[2] + r.slope * x, 0.0, 50.0), 1e-9) << r.knob;
+  }
 }
 
 // The command: fit a trace file, write the YAML atomically, and `trace gen --config` it at another

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <thread>
 
@@ -110,11 +111,6 @@ double from_axis(const SearchKnob& k, double u) {
   return std::clamp(v, k.lo, k.hi);
 }
 
-void set_knob(SyntheticConfig& c, const std::string& name, double v) {
-  for (const GroupKnob& k : group_knobs())
-    if (name == k.name) c.*k.field = std::clamp(v, k.range.lo, k.range.hi);
-}
-
 // The target of one layer group: its heads' statistics by class.
 struct GroupTarget {
   int first = 0, last = 0;  // model layers
@@ -157,24 +153,25 @@ SyntheticConfig candidate(const SyntheticConfig& base, int g, const std::vector<
   return c;
 }
 
-// Coordinate descent from `u` (objective `f`) until `until` evaluations: per knob, a step up, then
-// down, doubling while it keeps helping; a knob whose two steps both fail halves its step. A continued
-// fit (`continued`) moves only the length-sensitive knobs. Returns the objective at the end.
-template <class Objective>
-double descend(const Objective& objective, std::array<double, kKnobs>& u, double f, std::array<double, kKnobs> step,
-               int until, const int& evaluations, bool continued) {
+// Coordinate descent from `u` (objective `f`) until `until` evaluations: per active coordinate, a step
+// up, then down, doubling while it keeps helping; a coordinate whose two steps both fail halves its
+// step, and rests once it is below `min_step`. `project` keeps a coordinate inside its bounds. Returns
+// the objective at the end.
+template <size_t N, class Objective, class Project>
+double descend(const Objective& objective, std::array<double, N>& u, double f, std::array<double, N> step,
+               const std::array<double, N>& min_step, const std::array<bool, N>& active, const Project& project,
+               int until, const int& evaluations) {
   while (evaluations < until) {
     bool moving = false;
-    for (int i = 0; i < kKnobs && evaluations < until; ++i) {
-      if (step[size_t(i)] < kSearch[i].step / 16) continue;
-      if (continued && !kSearch[i].length_sensitive) continue;
+    for (size_t i = 0; i < N && evaluations < until; ++i) {
+      if (!active[i] || step[i] < min_step[i]) continue;
       moving = true;
       bool improved = false;
       for (double dir : {1.0, -1.0}) {
-        for (double len = step[size_t(i)]; evaluations < until; len *= 2) {
-          std::array<double, kKnobs> c = u;
-          c[size_t(i)] = to_axis(kSearch[i], from_axis(kSearch[i], u[size_t(i)] + dir * len));
-          if (c[size_t(i)] == u[size_t(i)]) break;  // at a bound
+        for (double len = step[i]; evaluations < until; len *= 2) {
+          std::array<double, N> c = u;
+          c[i] = project(i, u[i] + dir * len);
+          if (c[i] == u[i]) break;  // at a bound
           const double fc = objective(c);
           if (fc >= f) break;
           f = fc;
@@ -183,11 +180,20 @@ double descend(const Objective& objective, std::array<double, kKnobs>& u, double
         }
         if (improved) break;
       }
-      if (!improved) step[size_t(i)] /= 2;
+      if (!improved) step[i] /= 2;
     }
     if (!moving) break;
   }
   return f;
+}
+
+// A group's distance from its target: each class weighs its share of the heads, at least a quarter,
+// so a minority class still counts. `sim` is the simulated {local, retrieval} class means.
+double group_distance(const GroupTarget& t, const std::pair<Stats, Stats>& sim) {
+  const double n_loc = double(t.local.size()), n_ret = double(t.retrieval.size()), n = n_loc + n_ret;
+  const double w_loc = n_loc > 0 ? std::max(n_loc / n, 0.25) : 0, w_ret = n_ret > 0 ? std::max(n_ret / n, 0.25) : 0;
+  return (w_loc > 0 ? w_loc * distance(sim.first, t.local_mean) : 0) +
+         (w_ret > 0 ? w_ret * distance(sim.second, t.retrieval_mean) : 0);
 }
 
 // The search of one group: screening, then coordinate descent (descend) from the best two points.
@@ -196,8 +202,6 @@ double descend(const Objective& objective, std::array<double, kKnobs>& u, double
 GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const std::vector<int>& layers, int budget,
                       const GroupFit* start) {
   const double n_loc = double(t.local.size()), n_ret = double(t.retrieval.size()), n = n_loc + n_ret;
-  // Each class weighs its share of the heads, at least a quarter, so a minority class still counts.
-  const double w_loc = n_loc > 0 ? std::max(n_loc / n, 0.25) : 0, w_ret = n_ret > 0 ? std::max(n_ret / n, 0.25) : 0;
   GroupFit g;
   std::array<double, kKnobs> u{}, step{}, u0{};
   for (int i = 0; i < kKnobs; ++i) {
@@ -214,8 +218,7 @@ GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const 
   u0 = u;
   auto objective = [&](const std::array<double, kKnobs>& c) {
     ++g.evaluations;
-    const auto [loc, ret] = sim.run(candidate(sim.base, gi, layers, c));
-    double f = w_loc * (w_loc > 0 ? distance(loc, t.local_mean) : 0) + w_ret * (w_ret > 0 ? distance(ret, t.retrieval_mean) : 0);
+    double f = group_distance(t, sim.run(candidate(sim.base, gi, layers, c)));
     // A continued fit pays kStay per (initial step)^2 it moves a knob from where the other length left
     // it: a knob moves only where the statistics ask for it, so its path over the lengths is a trend
     // and not a walk between equally good settings (which a scaling rule would extrapolate).
@@ -240,11 +243,19 @@ GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const 
   }
   std::stable_sort(starts.begin(), starts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   const int runs = std::min<int>(int(starts.size()), 2);
+  // A continued fit (`start`) moves only the length-sensitive knobs.
+  std::array<double, kKnobs> min_step{};
+  std::array<bool, kKnobs> active{};
+  for (int i = 0; i < kKnobs; ++i) {
+    min_step[size_t(i)] = kSearch[i].step / 16;
+    active[size_t(i)] = !start || kSearch[i].length_sensitive;
+  }
+  auto project = [](size_t i, double x) { return to_axis(kSearch[i], from_axis(kSearch[i], x)); };
   double best = std::numeric_limits<double>::infinity();
   for (int k = 0; k < runs; ++k) {
     const int until = g.evaluations + budget;
     std::array<double, kKnobs> at = starts[size_t(k)].second;
-    const double f = descend(objective, at, starts[size_t(k)].first, step, until, g.evaluations, start != nullptr);
+    const double f = descend(objective, at, starts[size_t(k)].first, step, min_step, active, project, until, g.evaluations);
     if (f < best) {
       best = f;
       u = at;
@@ -462,29 +473,61 @@ std::vector<int> group_starts(const TraceMeta& m, const std::vector<HeadProfile>
   return starts;
 }
 
+// What a search at one length needs: the real trace's heads, its groups and their targets, and the
+// fitted config's skeleton (the model's layers, every group with its classified retrieval share, or
+// `like`'s when given: a fit at another length keeps the same retrieval heads, as its scaled config
+// generated there would, since which heads are retrieval heads moves a group's statistics far more than
+// a few heads' worth of share).
+struct Prepared {
+  std::vector<HeadProfile> heads;
+  std::vector<int> starts;
+  std::vector<GroupTarget> targets;
+  std::vector<std::vector<const HeadProfile*>> members;  // point into `heads`
+  std::vector<std::vector<int>> layers;
+  SyntheticConfig skeleton;
+};
+
+std::unique_ptr<Prepared> prepare(const TraceSource& real, const std::string& name, const FitOptions& o,
+                                  const std::vector<std::pair<int, int>>& groups, const TraceFitResult* like) {
+  check_fittable(real, name);
+  const TraceMeta& m = real.meta();
+  auto p = std::make_unique<Prepared>();  // on the heap: `members` points into `heads`
+  p->heads = real_heads(real, name);
+  p->starts = group_starts(m, p->heads, o.groups, groups);
+  build_targets(m, p->heads, p->starts, p->targets, p->members, p->layers);
+  SyntheticConfig& cfg = p->skeleton;
+  cfg = simulation_base(real, name, o.seed);
+  cfg.layers = m.model.layers;
+  if (int(m.kv_heads.size()) != m.model.kv_heads) cfg.store_kv_heads = m.kv_heads;
+  for (size_t g = 0; g < p->starts.size(); ++g) {
+    const GroupTarget& t = p->targets[g];
+    double share = double(t.retrieval.size()) / double(p->members[g].size());
+    if (like && g < like->groups.size())
+      for (const auto& [k, v] : like->groups[g].knobs)
+        if (k == "retrieval_heads") share = v;
+    cfg.layer_groups.push_back(LayerGroup{t.first, t.last, {{"retrieval_heads", share}}});
+  }
+  return p;
+}
+
 }  // namespace
 
 TraceFitResult fit_trace(const TraceSource& real, const std::string& name, const FitOptions& o,
                          const std::vector<std::pair<int, int>>& groups, const TraceFitResult* start) {
-  check_fittable(real, name);
+  const std::unique_ptr<Prepared> prep = prepare(real, name, o, groups, start);
   const TraceMeta& m = real.meta();
-  const std::vector<HeadProfile> heads = real_heads(real, name);
-  const std::vector<int> starts = group_starts(m, heads, o.groups, groups);
-  std::vector<GroupTarget> targets;
-  std::vector<std::vector<const HeadProfile*>> members;
-  std::vector<std::vector<int>> layers;
-  build_targets(m, heads, starts, targets, members, layers);
-
+  const std::vector<HeadProfile>& heads = prep->heads;
+  const std::vector<int>& starts = prep->starts;
+  const std::vector<GroupTarget>& targets = prep->targets;
+  const auto& members = prep->members;
+  const auto& layers = prep->layers;
+  SyntheticConfig cfg = prep->skeleton;
   TraceFitResult r;
   r.source = name;
   r.tokens = real.tokens_count();
   r.prompt_tokens = m.prompt_tokens;
   r.generated_tokens = r.tokens - m.prompt_tokens;
   r.decode_queries = decode_count(real);
-  // The fitted config's skeleton: the model's layers, every group with its classified retrieval share.
-  SyntheticConfig cfg = simulation_base(real, name, o.seed);
-  cfg.layers = m.model.layers;
-  if (int(m.kv_heads.size()) != m.model.kv_heads) cfg.store_kv_heads = m.kv_heads;
   r.groups.resize(starts.size());
   for (size_t g = 0; g < starts.size(); ++g) {
     GroupFit& gf = r.groups[g];
@@ -492,7 +535,6 @@ TraceFitResult fit_trace(const TraceSource& real, const std::string& name, const
     gf.last = targets[g].last;
     gf.heads = int(members[g].size());
     gf.retrieval = int(targets[g].retrieval.size());
-    cfg.layer_groups.push_back(LayerGroup{gf.first, gf.last, {{"retrieval_heads", double(gf.retrieval) / double(gf.heads)}}});
   }
   const Simulator sim{cfg};
   // Groups are independent searches: two threads take every other group (the machine has 2 cores);
@@ -532,44 +574,55 @@ TraceFitResult fit_trace(const TraceSource& real, const std::string& name, const
 
 namespace {
 
-// The scaling rule of one knob from its fitted values at several lengths: linear in ln(tokens) (for the
-// window and query_ar, in the coordinate apply_scaling uses), with the least-squares slope, when the values move by more than 10% of their mean magnitude (at least of 1
-// for strengths, windows and noise, 0.1 for fractions and correlations) and the line explains at least
-// 80% of their variance; else constant (the reference length's value). Fits of one text at several
-// lengths scatter between equally good knob settings, and a slope fitted to scatter would extrapolate
-// it.
-ScalingRule scaling_rule(int group, const std::string& knob, const std::vector<int64_t>& tokens,
-                         const std::vector<double>& values) {
-  ScalingRule r{group, knob, 0, tokens, values};
-  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-  double mean = 0;
-  for (double v : values) mean += v / double(values.size());
-  const bool fraction = knob == "retrieval_heads" || knob == "weak_factor" || knob == "query_ar";
-  if (*hi - *lo <= 0.1 * std::max(std::abs(mean), fraction ? 0.1 : 1.0)) return r;
-  // The line is fitted in the coordinate apply_scaling moves: ln W for the window, ln(1 - ar) for
-  // query_ar (power laws), the value itself for the rest.
-  std::vector<double> y;
-  for (double v : values) {
-    if (knob == "recency_window") y.push_back(std::log(std::max(v, 1e-9)));
-    else if (knob == "query_ar") y.push_back(std::log(std::max(1.0 - v, 1e-9)));
-    else y.push_back(v);
+// The length-dependent knobs of a multi-length fit: the logit strengths. A boost of s nats on k tokens
+// against T - k others gives them the share k e^s / (k e^s + T - k), so holding a share as the context
+// grows takes s growing like ln T; every other knob is one setting at every length.
+constexpr std::array<const char*, 3> kScaled = {"sink_strength", "recency_strength", "topic_strength"};
+using Slopes = std::array<double, kScaled.size()>;
+constexpr double kSlopeStep = 0.5, kSlopeMax = 8;  // nats per unit of ln(tokens)
+
+// A group's searched knobs of the reference fit, the strengths moved by slope x `x` (= ln(T / reference)),
+// clamped as apply_scaling clamps them.
+std::vector<std::pair<std::string, double>> knobs_at(const std::vector<std::pair<std::string, double>>& ref,
+                                                     const Slopes& b, double x) {
+  std::vector<std::pair<std::string, double>> out;
+  for (auto [k, v] : ref) {
+    if (std::none_of(std::begin(kSearch), std::end(kSearch), [&](const SearchKnob& s) { return k == s.name; })) continue;
+    for (size_t j = 0; j < kScaled.size(); ++j)
+      if (k == kScaled[j])
+        for (const GroupKnob& gk : group_knobs())
+          if (k == gk.name) v = std::clamp(v + b[j] * x, gk.range.lo, gk.range.hi);
+    out.emplace_back(k, v);
   }
-  const double n = double(values.size());
-  double mx = 0, my = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    mx += std::log(double(tokens[i])) / n;
-    my += y[i] / n;
-  }
-  double sxy = 0, sxx = 0, syy = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    const double dx = std::log(double(tokens[i])) - mx;
-    sxy += dx * (y[i] - my);
-    sxx += dx * dx;
-    syy += (y[i] - my) * (y[i] - my);
-  }
-  // A trend, not scatter: the line must explain at least 80% of the values' variance (R^2 >= 0.8).
-  if (sxx > 0 && syy > 0 && sxy * sxy / (sxx * syy) >= 0.8) r.slope = sxy / sxx;
-  return r;
+  return out;
+}
+
+// The slopes of group g: one set of knobs (the reference fit's) at every length, the strengths linear in
+// ln(tokens), the slopes searched to match the shorter lengths' targets together (coordinate descent
+// from 0, `budget` evaluations). At the reference length the slopes change nothing, so its fit stands.
+Slopes fit_slopes(size_t g, const GroupFit& ref, const std::vector<const Prepared*>& lengths, const std::vector<double>& x,
+                  int budget) {
+  int evaluations = 0;
+  auto objective = [&](const Slopes& b) {
+    ++evaluations;
+    double f = 0;
+    for (size_t k = 0; k < lengths.size(); ++k) {
+      const Prepared& p = *lengths[k];
+      SyntheticConfig c = p.skeleton;
+      c.store_layers = p.layers[g];
+      for (auto& kv : knobs_at(ref.knobs, b, x[k])) c.layer_groups[g].knobs.push_back(kv);
+      f += group_distance(p.targets[g], Simulator{p.skeleton}.run(c));
+    }
+    return f;
+  };
+  Slopes b{}, step{}, min_step{};
+  std::array<bool, kScaled.size()> active{};
+  step.fill(kSlopeStep);
+  min_step.fill(kSlopeStep / 16);
+  active.fill(true);
+  auto project = [](size_t, double v) { return std::clamp(v, -kSlopeMax, kSlopeMax); };
+  descend(objective, b, objective(b), step, min_step, active, project, budget, evaluations);
+  return b;
 }
 
 }  // namespace
@@ -591,26 +644,53 @@ std::vector<TraceFitResult> fit_traces(const std::vector<const TraceSource*>& re
       fail(names[i], "tokens", "it has as many tokens (" + std::to_string(real[i]->tokens_count()) + ") as " +
                                    names[order.back()] + "; give lengths that differ");
   }
-  // Groups are chosen on the longest trace and kept for every length, so each knob is comparable.
+  // The longest length is fitted in full; groups are chosen on it and kept for every length.
   std::vector<TraceFitResult> fits(real.size());
   fits.back() = fit_trace(*real[order.back()], names[order.back()], o);
+  if (fits.size() < 2) return fits;
   std::vector<std::pair<int, int>> groups;
   for (const GroupFit& g : fits.back().groups) groups.emplace_back(g.first, g.last);
-  // Each shorter length continues from the next longer one's knobs, so a knob's path over the lengths
-  // follows the length rather than jumping between equally good corners of the search box.
-  for (size_t k = order.size() - 1; k-- > 0;) fits[k] = fit_trace(*real[order[k]], names[order[k]], o, groups, &fits[k + 1]);
-  if (fits.size() < 2) return fits;
+  // The shorter lengths decide only the strengths' slopes: fitted separately, each length's knobs would
+  // scatter between equally good settings, and a rule drawn through scatter extrapolates it.
+  std::vector<std::unique_ptr<Prepared>> preps;
+  std::vector<const Prepared*> lengths;
+  std::vector<double> x;
+  for (size_t k = 0; k + 1 < order.size(); ++k) {
+    preps.push_back(prepare(*real[order[k]], names[order[k]], o, groups, &fits.back()));
+    lengths.push_back(preps.back().get());
+    x.push_back(std::log(double(real[order[k]]->tokens_count()) / double(fits.back().tokens)));
+  }
+  std::vector<Slopes> slopes(groups.size());
+  auto work = [&](size_t first) {  // groups are independent: two threads, as in fit_trace
+    for (size_t g = first; g < groups.size(); g += 2)
+      slopes[g] = fit_slopes(g, fits.back().groups[g], lengths, x, std::max(1, o.max_evaluations / 4));
+  };
+  std::thread helper(work, 1);
+  work(0);
+  helper.join();
+  // Each shorter length's result is the rule's config there, scored against that length's real trace
+  // (no search: a continued fit with no evaluations to spend).
+  FitOptions score = o;
+  score.max_evaluations = 0;
+  for (size_t k = 0; k + 1 < order.size(); ++k) {
+    TraceFitResult at = fits.back();
+    for (size_t g = 0; g < groups.size(); ++g) at.groups[g].knobs = knobs_at(fits.back().groups[g].knobs, slopes[g], x[k]);
+    fits[k] = fit_trace(*real[order[k]], names[order[k]], score, groups, &at);
+  }
   SyntheticConfig& cfg = fits.back().config;
   cfg.scaling_reference_tokens = fits.back().tokens;
   std::vector<int64_t> tokens;
   for (const TraceFitResult& f : fits) tokens.push_back(f.tokens);
+  // A rule per group knob, with each length's value as evidence; only the strengths have a slope.
   for (size_t g = 0; g < cfg.layer_groups.size(); ++g)
     for (const auto& [knob, v] : cfg.layer_groups[g].knobs) {
-      std::vector<double> values;
+      ScalingRule r{int(g), knob, 0, tokens, {}};
+      for (size_t j = 0; j < kScaled.size(); ++j)
+        if (knob == kScaled[j]) r.slope = slopes[g][j];
       for (const TraceFitResult& f : fits)
         for (const auto& [k2, v2] : f.config.layer_groups[g].knobs)
-          if (k2 == knob) values.push_back(v2);
-      if (values.size() == fits.size()) cfg.scaling.push_back(scaling_rule(int(g), knob, tokens, values));
+          if (k2 == knob) r.values.push_back(v2);
+      if (r.values.size() == fits.size()) cfg.scaling.push_back(std::move(r));
     }
   return fits;
 }

@@ -54,14 +54,16 @@ constexpr int64_t kFitMinDecodeQueries = 33;  // query pairs 32 positions apart 
 // Fits one trace. `groups` fixes the layer groups ([first, last] model layers); empty = choose them
 // (options.groups contiguous groups, by least within-group spread of the per-layer statistics).
 // `start`, a fit of the same groups at another length, starts each group's search at its knobs
-// (without screening).
+// (without screening) and keeps its retrieval shares.
 // Throws InputError naming `name` when the trace cannot be fitted (too short, no decode queries,
 // non-finite data, a shape the generator cannot make).
 TraceFitResult fit_trace(const TraceSource& real, const std::string& name, const FitOptions& options,
                          const std::vector<std::pair<int, int>>& groups = {}, const TraceFitResult* start = nullptr);
 
 // Fits several lengths of one text with the same layer groups (chosen on the longest) and returns the
-// fits, shortest first; the longest fit's config carries a scaling rule per group knob.
+// fits, shortest first; the longest fit's config carries a scaling rule per group knob. The longest
+// length is fitted in full; the shorter ones fit only the slopes of the logit strengths in ln(tokens)
+// (every other knob is the longest fit's at every length), and their results are that rule's configs.
 std::vector<TraceFitResult> fit_traces(const std::vector<const TraceSource*>& real, const std::vector<std::string>& names,
                                        const FitOptions& options);
 
