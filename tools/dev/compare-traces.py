@@ -268,7 +268,7 @@ def build_report(opts, real_info, real_replay, overrides, synthetics):
                        "profile": profile_row(s["info"])} for s in synthetics],
         "rows": rows,
         "worst": worst_gaps(rows, len(synthetics)),
-        "mean_abs_recall_diff": mean_abs_diffs(rows, len(synthetics)),
+        "mean_abs_diff": mean_abs_diffs(rows, len(synthetics)),
     }
 
 
@@ -287,12 +287,14 @@ def worst_gaps(rows, n):
 
 
 def mean_abs_diffs(rows, n):
-    """Per synthetic trace: the mean |synthetic - real| recall over every (policy, budget) both have."""
-    out = []
-    for i in range(n):
-        d = [abs(r["synthetic"][i]["diff"]["attention_recall"]) for r in rows
-             if r["synthetic"][i]["diff"] and r["synthetic"][i]["diff"]["attention_recall"] is not None]
-        out.append(sum(d) / len(d) if d else None)
+    """Per metric and synthetic trace: the mean |synthetic - real| over every (policy, budget) both have."""
+    out = {}
+    for metric, _ in METRICS:
+        out[metric] = []
+        for i in range(n):
+            d = [abs(r["synthetic"][i]["diff"][metric]) for r in rows
+                 if r["synthetic"][i]["diff"] and r["synthetic"][i]["diff"][metric] is not None]
+            out[metric].append(sum(d) / len(d) if d else None)
     return out
 
 
@@ -340,8 +342,9 @@ def worst_markdown(report, names):
             g = w.get(p)
             cells.append("%s @%d" % (fmt(g["recall_diff"], signed=True), g["budget"]) if g else "—")
         lines.append("| %s | %s |" % (p, " | ".join(cells)))
-    means = ["%.3f" % m if m is not None else "—" for m in report["mean_abs_recall_diff"]]
-    lines.append("| mean abs. Δ, all cells | %s |" % " | ".join(means))
+    for metric, title in METRICS:
+        means = [fmt(m) for m in report["mean_abs_diff"][metric]]
+        lines.append("| mean abs. Δ %s, all cells | %s |" % (title, " | ".join(means)))
     return lines + [""]
 
 
