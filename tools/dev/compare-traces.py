@@ -3,7 +3,7 @@
 
     tools/dev/compare-traces.py REAL.safetensors SYNTHETIC [SYNTHETIC ...]
         [--budgets 256,512,1024] [--max-steps 32] [--needle TEXT] [--policy NAME ...]
-        [--set KEY=VALUE ...] [--layers 0,6,12] [--format markdown|json] [-o FILE] [--json FILE]
+        [--set KEY=VALUE ...] [--layers 0,6,12] [--format markdown|json] [--compact] [-o FILE] [--json FILE]
         [--workdir DIR] [--kvsim PATH]
 
 SYNTHETIC is a preset name from scenarios/traces/ (`tiny`, `needle`, ...) or a generator config YAML
@@ -304,13 +304,16 @@ def fmt(x, digits=3, signed=False):
     return ("%+.*f" if signed else "%.*f") % (digits, x)
 
 
-def markdown(report):
+def markdown(report, compact=False):
     names = [s["name"] for s in report["synthetic"]]
     lines = ["Real trace: `%s` (%s tokens, %s prompt; %s decode rows replayed); budgets %s tokens; Δ = synthetic − real."
              % (report["real"]["path"], (report["real"]["trace"] or {}).get("tokens"),
                 (report["real"]["trace"] or {}).get("prompt_tokens"), (report["real"]["trace"] or {}).get("decode_rows"),
                 ", ".join(str(b) for b in report["options"]["budgets"])), ""]
     has_needle = any((r["real"] or {}).get("needle_recall") is not None for r in report["rows"])
+    if compact:
+        lines += compact_table(report, names, has_needle)
+        return "\n".join(lines + worst_markdown(report, names) + profile_markdown(report)) + "\n"
     for metric, title in METRICS:
         lines += ["**%s** (mean)%s" % (title, ", real needle recall in brackets" if has_needle and
                                       metric == "attention_recall" else ""), ""]
@@ -327,6 +330,23 @@ def markdown(report):
         lines.append("")
     lines += worst_markdown(report, names) + profile_markdown(report)
     return "\n".join(lines) + "\n"
+
+
+def compact_table(report, names, has_needle):
+    """One table: each cell is recall / top-k recall / output error (real), or their differences."""
+    lines = ["**recall / top-k recall / output error** (means; synthetic columns: Δ of each)%s" %
+             ("; real needle recall in brackets" if has_needle else ""), "",
+             "| policy | budget | real | " + " | ".join("%s Δ" % n for n in names) + " |",
+             "|---|---|---|" + "---|" * len(names)]
+    for row in report["rows"]:
+        real = row["real"] or {}
+        cell = " / ".join(fmt(real.get(m)) for m, _ in METRICS) if row["real"] else "—"
+        if has_needle and real.get("needle_recall") is not None:
+            cell += " [%.2f]" % real["needle_recall"]
+        syn = [" / ".join(fmt(s["diff"][m], signed=True) for m, _ in METRICS) if s["diff"] else "—"
+               for s in row["synthetic"]]
+        lines.append("| %s | %d | %s | %s |" % (row["policy"], row["budget"], cell, " | ".join(syn)))
+    return lines + [""]
 
 
 def worst_markdown(report, names):
@@ -381,6 +401,8 @@ def parse_args(argv):
     ap.add_argument("--layers", help="slice the real trace to these model layers first (e.g. 0,6,12,18,24,29)")
     ap.add_argument("--threads", type=int, default=0, help="replay threads (default: kvsim's)")
     ap.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    ap.add_argument("--compact", action="store_true",
+                    help="markdown: one quality table, each cell recall / top-k recall / output error")
     ap.add_argument("-o", "--out", help="write the report here (atomically) instead of standard output")
     ap.add_argument("--json", help="also write the JSON report here")
     ap.add_argument("--workdir", help="keep work files here and reuse unchanged ones (default: a temporary folder)")
@@ -398,7 +420,7 @@ def main(argv):
     try:
         opts = parse_args(argv)
         report = collect(opts)
-        text = markdown(report) if opts.format == "markdown" else json.dumps(report, indent=1) + "\n"
+        text = markdown(report, opts.compact) if opts.format == "markdown" else json.dumps(report, indent=1) + "\n"
         if opts.json:
             write_atomic(opts.json, json.dumps(report, indent=1) + "\n")
         if opts.out:
