@@ -1,5 +1,6 @@
 #include "tools/kvsim/trace_cmd.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include "traces/format/profile.hpp"
 #include "traces/format/trace_info.hpp"
 #include "traces/format/slice.hpp"
+#include "traces/synthetic/fit.hpp"
 #include "traces/synthetic/synthetic.hpp"
 #include "traces/format/trace_file.hpp"
 #include "traces/llm/capture.hpp"
@@ -26,6 +28,7 @@ struct TraceCommands {
   CLI::App* gen = nullptr;
   CLI::App* slice = nullptr;
   CLI::App* capture = nullptr;
+  CLI::App* fit = nullptr;
   // info
   std::string path, format = "table";
   bool verify = false, no_profile = false;
@@ -33,6 +36,7 @@ struct TraceCommands {
   // gen
   std::string preset, config, out, dtype;
   std::vector<std::string> sets;
+  int64_t tokens = 0;
   // slice
   std::string layers, kv_heads, steps;
   bool keep_tokens = false;
@@ -42,6 +46,10 @@ struct TraceCommands {
   int gen_tokens = 64, threads = 2, obs_window = 32;
   int64_t max_prompt_tokens = 0;
   bool chat = false, ignore_eos = false;
+  // fit
+  std::vector<std::string> fit_paths;
+  int fit_groups = 3;
+  uint64_t fit_seed = 1;
 };
 
 namespace {
@@ -164,7 +172,7 @@ int run_gen(TraceCommands& c, const std::string& cmdline) {
     overrides.emplace_back(s.substr(0, eq), s.substr(eq + 1));
   }
   // A preset is a name in scenarios/traces/; --config is a path (a name works there too).
-  SyntheticConfig cfg = load_synthetic_config(c.preset.empty() ? c.config : c.preset, overrides);
+  SyntheticConfig cfg = load_synthetic_config(c.preset.empty() ? c.config : c.preset, overrides, c.tokens);
   cfg.command = cmdline;
   const SyntheticTrace trace(cfg);
   write_with_progress(c.out, trace, parse_out_dtype(c.dtype, trace.storage_dtype()));
@@ -266,6 +274,27 @@ int run_slice(TraceCommands& c, const std::string& cmdline) {
   return 0;
 }
 
+int run_fit(TraceCommands& c) {
+  std::vector<std::unique_ptr<TraceFile>> files;
+  std::vector<const TraceSource*> sources;
+  for (const std::string& p : c.fit_paths) {
+    files.push_back(TraceFile::open(p));
+    files.back()->check_finite_all();  // NaN or Inf anywhere: an error naming the tensor, before any fitting
+    sources.push_back(files.back().get());
+  }
+  FitOptions o;
+  o.groups = c.fit_groups;
+  o.seed = c.fit_seed;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<TraceFitResult> fits = fit_traces(sources, c.fit_paths, o);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_file_atomic(c.out, fit_yaml(fits, o));
+  if (c.format == "json") std::printf("%s\n", fit_json(fits, o).c_str());
+  else std::fputs(fit_table(fits).c_str(), stdout);
+  std::fprintf(stderr, "kvsim: fitted in %.1f s; wrote %s\n", secs, c.out.c_str());
+  return 0;
+}
+
 }  // namespace
 
 TraceCommands* add_trace_commands(CLI::App& app) {
@@ -286,6 +315,9 @@ TraceCommands* add_trace_commands(CLI::App& app) {
   c.gen->add_option("--preset", c.preset, "preset name from scenarios/traces/ (e.g. needle, multidoc-qa)");
   c.gen->add_option("--config", c.config, "generator config YAML");
   c.gen->add_option("--set", c.sets, "KEY=VALUE override of a generator knob (repeatable)");
+  c.gen->add_option("--tokens", c.tokens,
+                    "total length T: prompt_tokens = T - generated_tokens, then the config's scaling rules at T")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 32));
   c.gen->add_option("--dtype", c.dtype, "element type written: fp32, fp16 or bf16 (default: the config's)");
   c.gen->add_option("-o,--out", c.out, "output .safetensors (written atomically)")->required();
 
@@ -317,6 +349,14 @@ TraceCommands* add_trace_commands(CLI::App& app) {
   c.capture->add_option("--threads", c.threads, "threads for the model's matrix products")->check(CLI::Range(1, 256));
   c.capture->add_option("--dtype", c.dtype, "element type written: fp32 (default), fp16 or bf16");
   c.capture->add_option("-o,--out", c.out, "output .safetensors (written atomically)")->required();
+
+  c.fit = trace->add_subcommand("fit", "fit the synthetic generator's knobs to real traces (docs/synthetic-traces.md)");
+  c.fit->add_option("traces", c.fit_paths, "real trace files; several lengths of one text add scaling rules")->required();
+  c.fit->add_option("-o,--out", c.out, "fitted generator config YAML (written atomically)")->required();
+  c.fit->add_option("--groups", c.fit_groups, "contiguous layer groups fitted separately")->check(CLI::Range(1, 4096));
+  c.fit->add_option("--seed", c.fit_seed, "seed of the simulated traces and of the fitted config")
+      ->check(CLI::Range(uint64_t(0), uint64_t(9007199254740992ull)));
+  c.fit->add_option("--format", c.format, "residuals printed as")->check(CLI::IsMember({"table", "json"}));
   return &c;
 }
 
@@ -326,6 +366,7 @@ int run_trace_command(TraceCommands& c, int argc, char** argv) {
   if (c.gen->parsed()) return run_gen(c, cmdline);
   if (c.slice->parsed()) return run_slice(c, cmdline);
   if (c.capture->parsed()) return run_capture(c, cmdline);
+  if (c.fit->parsed()) return run_fit(c);
   return -1;
 }
 

@@ -1,5 +1,5 @@
-// `kvsim trace info | gen | slice | capture`: look inside a trace, make a synthetic one, cut one down,
-// record one from a real model.
+// `kvsim trace info | gen | slice | capture | fit`: look inside a trace, make a synthetic one, cut one
+// down, record one from a real model, fit the generator to real ones.
 #pragma once
 #include <CLI/CLI.hpp>
 

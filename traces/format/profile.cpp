@@ -179,3 +179,96 @@ TraceProfile profile_trace(const TraceSource& trace, const ProfileOptions& o) {
 }
 
 }  // namespace kvsim
+
+namespace kvsim {
+
+namespace {
+
+// Mean cosine between the values of adjacent tokens 0..T-1 and the RMS of their elements.
+void value_statistics(const TraceSource& trace, int ls, int kv, HeadProfile& h) {
+  const int d = trace.head_dim();
+  const int64_t T = trace.tokens_count();
+  RowMatrix V(T, d);
+  trace.values(ls, kv, 0, T, V.data());
+  h.value_rms = std::sqrt(double(V.squaredNorm()) / double(V.size()));
+  V.rowwise().normalize();
+  double c = 0;
+  for (int64_t t = 1; t < T; ++t) c += double(V.row(t).dot(V.row(t - 1)));
+  h.value_cosine = T > 1 ? c / double(T - 1) : 0.0;
+}
+
+}  // namespace
+
+std::vector<HeadProfile> profile_heads(const TraceSource& trace, const ProfileOptions& o,
+                                       const std::vector<int>& layer_slots) {
+  const TraceMeta& m = trace.meta();
+  const TraceTokens& tk = trace.tokens();
+  const int d = m.model.head_dim;
+  const float scale = 1.0f / std::sqrt(float(d));
+  // Decode queries as profile_trace takes them (prompt queries when there is no decode step).
+  std::vector<int64_t> decode;
+  for (int64_t s = 0; s < tk.steps(); ++s)
+    if (tk.query_positions[size_t(s)] >= m.prompt_tokens) decode.push_back(s);
+  if (decode.empty()) {
+    decode.resize(size_t(tk.steps()));
+    std::iota(decode.begin(), decode.end(), 0);
+  }
+  std::vector<int64_t> picked;
+  for (int64_t i : evenly_spaced(int64_t(decode.size()), o.max_queries)) picked.push_back(decode[size_t(i)]);
+  const int64_t last_pos = tk.query_positions[size_t(picked.back())];
+  std::vector<int> layers = layer_slots;
+  if (layers.empty())
+    for (int i = 0; i < int(m.layers.size()); ++i) layers.push_back(i);
+
+  std::vector<HeadProfile> out;
+  RowMatrix K(last_pos + 1, d), Qs, S;
+  const int64_t s0 = decode.front(), s1 = decode.back() + 1;
+  RowMatrix Q(s1 - s0, d);
+  for (int ls : layers)
+    for (int kv = 0; kv < int(m.kv_heads.size()); ++kv) {
+      HeadProfile h;
+      h.layer_slot = ls;
+      h.kv_slot = kv;
+      std::vector<int> group;
+      for (int qs = 0; qs < int(m.query_heads.size()); ++qs)
+        if (trace.kv_slot_of_query(qs) == kv) group.push_back(qs);
+      trace.keys(ls, kv, 0, last_pos + 1, K.data());
+      Qs.resize(Eigen::Index(group.size() * picked.size()), d);
+      std::vector<double> cos_sum(o.distances.size(), 0.0);
+      std::vector<int64_t> cos_pairs(o.distances.size(), 0);
+      for (size_t g = 0; g < group.size(); ++g) {
+        trace.queries(ls, group[g], s0, s1, Q.data());
+        for (size_t i = 0; i < picked.size(); ++i) Qs.row(Eigen::Index(g * picked.size() + i)) = Q.row(picked[i] - s0);
+        Q.rowwise().normalize();
+        for (size_t di = 0; di < o.distances.size(); ++di)
+          for (int64_t i = s0, j = s0; i < s1; ++i) {
+            const int64_t target = tk.query_positions[size_t(i)] + o.distances[di];
+            while (j < s1 && tk.query_positions[size_t(j)] < target) ++j;
+            if (j >= s1) break;
+            if (tk.query_positions[size_t(j)] != target) continue;
+            cos_sum[di] += double(Q.row(i - s0).dot(Q.row(j - s0)));
+            ++cos_pairs[di];
+          }
+      }
+      for (size_t di = 0; di < o.distances.size(); ++di)
+        h.cosine.push_back(cos_pairs[di] ? cos_sum[di] / double(cos_pairs[di]) : 0.0);
+      AttentionAccumulator acc;
+      S.noalias() = (Qs * scale) * K.transpose();
+      for (size_t g = 0; g < group.size(); ++g)
+        for (size_t i = 0; i < picked.size(); ++i)
+          acc.add(S.row(Eigen::Index(g * picked.size() + i)).data(), tk.query_positions[size_t(picked[i])], o);
+      if (acc.count > 0) {
+        const double n = double(acc.count);
+        h.sink_share = acc.sink / n;
+        h.recent_share = acc.recent / n;
+        h.entropy = acc.entropy / n;
+        h.entropy_ratio = acc.entropy_ratio / n;
+        h.mass90_fraction = acc.mass90 / n;
+      }
+      if (trace.has_values()) value_statistics(trace, ls, kv, h);
+      out.push_back(std::move(h));
+    }
+  return out;
+}
+
+}  // namespace kvsim

@@ -42,6 +42,21 @@ struct TraceProfile {
 // Reads only the sampled layers (and only tokens up to the last sampled query).
 TraceProfile profile_trace(const TraceSource& trace, const ProfileOptions& options = {});
 
+// The same statistics for one stored (layer, KV head), over its query group, plus the value statistics
+// attention outputs depend on. `kvsim trace fit` compares heads with these.
+struct HeadProfile {
+  int layer_slot = 0, kv_slot = 0;
+  double sink_share = 0, recent_share = 0, entropy = 0, entropy_ratio = 0, mass90_fraction = 0;
+  std::vector<double> cosine;  // at options.distances, mean over the group's query heads (0: no pair)
+  double value_rms = 0;        // root mean square of the value elements (0 without values)
+  double value_cosine = 0;     // mean cosine between the values of adjacent tokens
+};
+
+// Every stored KV head of the given layer slots (all stored layers when empty), in (layer, kv) order.
+// Attention statistics use options.max_queries decode queries per query head, as profile_trace does.
+std::vector<HeadProfile> profile_heads(const TraceSource& trace, const ProfileOptions& options,
+                                       const std::vector<int>& layer_slots = {});
+
 // Evenly spaced picks of `want` items out of `n` (all of them when want <= 0 or want >= n).
 std::vector<int64_t> evenly_spaced(int64_t n, int64_t want);
 

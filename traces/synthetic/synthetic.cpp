@@ -65,13 +65,7 @@ SyntheticTrace::SyntheticTrace(SyntheticConfig cfg) : cfg_(std::move(cfg)), rope
     content_pairs_ = std::clamp(c, std::min(4, cap), cap);
     if (cfg_.recency_pairs > 0) content_pairs_ = std::min(content_pairs_, n - 1 - cfg_.recency_pairs);
   }
-  if (cfg_.recency_pairs > 0) {
-    recency_pairs_ = cfg_.recency_pairs;
-  } else {  // the fast pairs the window is made of (see build_heads), as many as fit below the content
-    int r = 0;
-    while (r < n && rope_frequency(r, cfg_.head_dim, cfg_.rope_theta) >= 1.0 / (8.0 * cfg_.recency_window)) ++r;
-    recency_pairs_ = std::clamp(r, 1, n - 1 - content_pairs_);
-  }
+  recency_pairs_ = cfg_.recency_pairs > 0 ? cfg_.recency_pairs : auto_recency_pairs();
 
   TraceModel& mo = meta_.model;
   mo.name = cfg_.model_name;
@@ -104,6 +98,20 @@ SyntheticTrace::SyntheticTrace(SyntheticConfig cfg) : cfg_(std::move(cfg)), rope
   build_text();
   build_heads();
   validate_trace(meta_, tokens_, meta_.source.text);
+}
+
+// The fast pairs the recency window is made of (see build_heads), as many as fit below the content:
+// those turning >= 1/(8 W) rad per token, for the widest window W of any layer group (a narrower window
+// leaves the slowest of them nearly empty).
+int SyntheticTrace::auto_recency_pairs() const {
+  const int n = cfg_.head_dim / 2;
+  double window = cfg_.recency_window;
+  for (const LayerGroup& g : cfg_.layer_groups)
+    for (const auto& [name, v] : g.knobs)
+      if (name == "recency_window") window = std::max(window, v);
+  int r = 0;
+  while (r < n && rope_frequency(r, cfg_.head_dim, cfg_.rope_theta) >= 1.0 / (8.0 * window)) ++r;
+  return std::clamp(r, 1, n - 1 - content_pairs_);
 }
 
 // Sentences, topics, needles, token ids and the per-token statistics: one pass over T.
@@ -243,34 +251,21 @@ void SyntheticTrace::build_token_stats(const std::vector<uint8_t>& topic_change)
 
 // Head types and the per-(layer, kv head) direction tables of the stored heads.
 void SyntheticTrace::build_heads() {
-  const SyntheticConfig& c = cfg_;
-  const uint64_t s = c.seed;
-  const int d = c.head_dim, n = d / 2;
+  const SyntheticConfig& top = cfg_;
+  const uint64_t s = top.seed;
+  const int d = top.head_dim, n = d / 2;
   const double sd = std::sqrt(double(d));
+  choose_retrieval_heads();
 
-  // Retrieval heads: exactly round(fraction * L * Hkv) of them (at least one when the fraction is > 0),
-  // chosen by a seeded ranking of all model heads so the choice does not depend on what is stored.
-  const int pairs = c.layers * c.kv_heads;
-  int count = int(std::lround(c.retrieval_heads * pairs));
-  if (c.retrieval_heads > 0) count = std::max(count, 1);
-  std::vector<int> rank(static_cast<size_t>(pairs));
-  std::iota(rank.begin(), rank.end(), 0);
-  const uint64_t kh = rng::key(s, kHeadType);
-  std::sort(rank.begin(), rank.end(), [&](int a, int b) {
-    const uint64_t wa = rng::word(kh, uint64_t(a)), wb = rng::word(kh, uint64_t(b));
-    return wa != wb ? wa < wb : a < b;
-  });
-  retrieval_.assign(size_t(pairs), 0);
-  for (int i = 0; i < count; ++i) retrieval_[size_t(rank[size_t(i)])] = 1;
-
-  const int K = c.topics + int(c.needles.size());
+  const int K = top.topics + int(top.needles.size());
   const int cd = 2 * content_pairs_;
   // A magnitude pair with a_q * a_k / sqrt(d) = strength: keys get sqrt(strength * sqrt(d)) (or, for a
   // strength of zero, nothing), queries whatever is needed for their head type's share of it.
   auto key_mag = [&](double strength) { return float(std::sqrt(std::max(strength, 0.0) * sd)); };
   auto query_mag = [&](double effective, float k) { return k > 0 ? float(effective * sd / k) : 0.0f; };
   heads_.clear();
-  for (int l : meta_.layers)
+  for (int l : meta_.layers) {
+    const SyntheticConfig c = config_for_layer(top, l);
     for (int h : meta_.kv_heads) {
       HeadTables ht;
       ht.retrieval = retrieval_[size_t(l * c.kv_heads + h)] != 0;
@@ -338,8 +333,56 @@ void SyntheticTrace::build_heads() {
       ht.value_dir.resize(size_t(K) * d);
       const uint64_t kv = rng::key(s, kValueDir, uint64_t(l), uint64_t(h));
       for (size_t i = 0; i < ht.value_dir.size(); ++i) ht.value_dir[i] = rng::fast_normal(rng::word(kv, i));
+      ht.key_noise = c.key_noise;
+      ht.value_noise = c.value_noise;
+      ht.value_topic = c.value_topic;
+      ht.query_ar = c.query_ar;
+      ht.query_wander = c.query_wander;
+      ht.query_noise = c.query_noise;
       heads_.push_back(std::move(ht));
     }
+  }
+}
+
+// Retrieval heads: in each layer group (and among the layers no group covers) exactly round(fraction x
+// its (layer, kv head) pairs) of them, at least one when the fraction is > 0, chosen by one seeded
+// ranking of all model heads so the choice does not depend on what is stored. Without layer groups
+// this is round(retrieval_heads x L x Hkv) of the whole model.
+void SyntheticTrace::choose_retrieval_heads() {
+  const SyntheticConfig& c = cfg_;
+  const int pairs = c.layers * c.kv_heads;
+  std::vector<int> rank(static_cast<size_t>(pairs));
+  std::iota(rank.begin(), rank.end(), 0);
+  const uint64_t kh = rng::key(c.seed, kHeadType);
+  std::sort(rank.begin(), rank.end(), [&](int a, int b) {
+    const uint64_t wa = rng::word(kh, uint64_t(a)), wb = rng::word(kh, uint64_t(b));
+    return wa != wb ? wa < wb : a < b;
+  });
+  // Which set each layer belongs to: group i, or the uncovered rest (the last set).
+  const int sets = int(c.layer_groups.size()) + 1;
+  std::vector<int> set_of(static_cast<size_t>(c.layers), sets - 1);
+  std::vector<double> fraction(static_cast<size_t>(sets), c.retrieval_heads);
+  std::vector<int> members(static_cast<size_t>(sets), 0);
+  for (int g = 0; g < sets - 1; ++g) {
+    const LayerGroup& lg = c.layer_groups[size_t(g)];
+    for (int l = lg.first; l <= lg.last; ++l) set_of[size_t(l)] = g;
+    for (const auto& [name, v] : lg.knobs)
+      if (name == "retrieval_heads") fraction[size_t(g)] = v;
+  }
+  for (int l = 0; l < c.layers; ++l) members[size_t(set_of[size_t(l)])] += c.kv_heads;
+  std::vector<int> left(static_cast<size_t>(sets));
+  for (int g = 0; g < sets; ++g) {
+    left[size_t(g)] = int(std::lround(fraction[size_t(g)] * members[size_t(g)]));
+    if (fraction[size_t(g)] > 0 && members[size_t(g)] > 0) left[size_t(g)] = std::max(left[size_t(g)], 1);
+  }
+  retrieval_.assign(size_t(pairs), 0);
+  for (int p : rank) {
+    int& want = left[size_t(set_of[size_t(p / c.kv_heads)])];
+    if (want > 0) {
+      retrieval_[size_t(p)] = 1;
+      --want;
+    }
+  }
 }
 
 bool SyntheticTrace::is_retrieval_head(int layer, int kv_head) const {
@@ -361,7 +404,7 @@ void SyntheticTrace::key_rows(int ls, int hs, int64_t t0, int64_t t1, float* out
   const HeadTables& ht = head(ls, hs);
   const int d = cfg_.head_dim, n = d / 2, cp = content_pairs_, cd = 2 * cp, rp = recency_pairs_;
   const int c0 = n - 1 - cp;  // first content pair
-  const float noise = float(cfg_.key_noise);
+  const float noise = float(ht.key_noise);
   const uint64_t kn = rng::key(cfg_.seed, kKeyNoise, uint64_t(meta_.layers[size_t(ls)]), uint64_t(meta_.kv_heads[size_t(hs)]));
   std::vector<float> cs;
   constexpr int64_t kChunk = RopeTable::kBlock;
@@ -408,7 +451,7 @@ void SyntheticTrace::values(int ls, int hs, int64_t t0, int64_t t1, float* out) 
   if (t0 < 0 || t1 < t0 || t1 > T) throw std::out_of_range("SyntheticTrace::values: range outside 0 .. T");
   const HeadTables& ht = head(ls, hs);
   const int d = cfg_.head_dim;
-  const float noise = float(cfg_.value_noise), vt = float(cfg_.value_topic);
+  const float noise = float(ht.value_noise), vt = float(ht.value_topic);
   const uint64_t kn = rng::key(cfg_.seed, kValueNoise, uint64_t(meta_.layers[size_t(ls)]), uint64_t(meta_.kv_heads[size_t(hs)]));
   for (int64_t t = t0; t < t1; ++t) {
     float* row = out + size_t(t - t0) * d;
@@ -444,7 +487,7 @@ void SyntheticTrace::query_rows(int ls, int qs, int64_t s0, int64_t s1, float* o
   for (size_t j = 0; j < c.needles.size(); ++j)
     for (int e = 0; e < cd; ++e) needle[size_t(e)] += ht.q_needle * dir[(size_t(c.topics) + j) * cd + e];
   // Wander: frequencies, phases and the mixing matrix into the content dims, per query head.
-  const double lambda = -std::log(std::max(c.query_ar, 1e-12));
+  const double lambda = -std::log(std::max(ht.query_ar, 1e-12));
   double freq[kWanderLatents][kWanderFeatures], phase[kWanderLatents][kWanderFeatures];
   const uint64_t kw = rng::key(c.seed, kWanderFreq, uint64_t(layer), uint64_t(qh));
   for (int k = 0; k < kWanderLatents; ++k)
@@ -457,7 +500,7 @@ void SyntheticTrace::query_rows(int ls, int qs, int64_t s0, int64_t s1, float* o
   const uint64_t km = rng::key(c.seed, kWanderMix, uint64_t(layer), uint64_t(qh));
   // Each content element gets unit variance from the latents; the whole component then has norm
   // about q_topic * query_wander.
-  const float wscale = float(c.query_wander * ht.q_topic / std::sqrt(double(cd)) / std::sqrt(double(kWanderLatents)));
+  const float wscale = float(ht.query_wander * ht.q_topic / std::sqrt(double(cd)) / std::sqrt(double(kWanderLatents)));
   for (size_t i = 0; i < mixm.size(); ++i) mixm[i] = wscale * rng::fast_normal(rng::word(km, i));
   const double wnorm = std::sqrt(2.0 / kWanderFeatures);
   const uint64_t kq = rng::key(c.seed, kQueryNoise, uint64_t(layer), uint64_t(qh));
@@ -493,7 +536,7 @@ void SyntheticTrace::query_rows(int ls, int qs, int64_t s0, int64_t s1, float* o
     row[d - 1] = float(ht.q_sink * (ht.sink[0] * sn + ht.sink[1] * sc));
     double norm2 = 0;
     for (int j = 0; j < d; ++j) norm2 += double(row[j]) * row[j];
-    const float qn = float(c.query_noise * std::sqrt(norm2 / d));
+    const float qn = float(ht.query_noise * std::sqrt(norm2 / d));
     const uint64_t base = uint64_t(p) * uint64_t(d);
     for (int j = 0; j < d; ++j) row[j] += qn * rng::fast_normal(rng::word(kq, base + uint64_t(j)));
     if (rotate) {

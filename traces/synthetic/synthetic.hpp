@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/yaml_reader.hpp"
 #include "traces/synthetic/rope.hpp"
 #include "traces/format/trace.hpp"
 
@@ -25,6 +26,26 @@ namespace kvsim {
 struct NeedleSpec {
   double depth = 0.5;   // where in the prompt, as a fraction 0 .. 1 of prompt_tokens
   int64_t length = 32;  // tokens
+};
+
+// A contiguous range of model layers with knobs of its own (`layer_groups:`); layers no group covers use
+// the top-level values. Only the knobs in group_knobs() may be set per group: the ones that shape one
+// head's attention, queries and values (what `kvsim trace fit` fits per group).
+struct LayerGroup {
+  int first = 0, last = 0;                            // model layers first .. last, inclusive
+  std::vector<std::pair<std::string, double>> knobs;  // (group_knobs() name, value), each name once
+};
+
+// How one group knob follows the trace length (`scaling:`, written by `kvsim trace fit` from captures
+// of one text at several lengths): at T tokens the knob is its group's value + slope x ln(T /
+// reference_tokens), clamped to the knob's range; recency_window is multiplied by (T / reference)^slope
+// and query_ar's 1 - ar likewise (power laws, which stay inside their ranges). slope 0 is "constant".
+struct ScalingRule {
+  int group = 0;  // index into layer_groups
+  std::string knob;
+  double slope = 0;
+  std::vector<int64_t> tokens;  // evidence: the lengths fitted
+  std::vector<double> values;   // evidence: the knob fitted at each length
 };
 
 struct SyntheticConfig {
@@ -91,15 +112,38 @@ struct SyntheticConfig {
   int recency_pairs = 0;  // highest-frequency pairs carrying recency; 0: those turning >= 1/(8 recency_window)
                           // rad per token (the window needs them), as many as fit below the content pairs
 
+  // ---- per-layer-group knobs and their scaling with length (empty: every layer uses the above) ----
+  std::vector<LayerGroup> layer_groups;  // disjoint, inside 0 .. layers-1
+  std::vector<ScalingRule> scaling;      // applied by load_synthetic_config at T = prompt + generated
+  int64_t scaling_reference_tokens = 0;  // the T the group values were fitted at (0: no scaling)
+
   std::string preset;  // name or file it was loaded from (provenance)
   std::string command;  // the command line that generated it (provenance; empty when none)
 };
 
+// A knob a layer group may set: its name, the top-level field it overrides and its range (the same as
+// at top level).
+struct GroupKnob {
+  const char* name;
+  double SyntheticConfig::*field;
+  Range range;
+};
+const std::vector<GroupKnob>& group_knobs();
+
+// `c` with the knobs of the group covering model layer `layer` applied (c's own values when none does).
+SyntheticConfig config_for_layer(const SyntheticConfig& c, int layer);
+
 // Loads a preset by name (scenarios/traces/NAME.yaml) or a YAML file path, then applies `overrides`
-// (key, value) in order, as `--set key=value` does. Validates the result. Errors name the file, line and
-// field, or "command line" and the key for an override.
+// (key, value) in order, as `--set key=value` does, then `total_tokens` when > 0 (prompt_tokens =
+// total_tokens - generated_tokens), then the scaling rules at the final length. Validates the result.
+// Errors name the file, line and field, or "command line" and the key for an override.
 SyntheticConfig load_synthetic_config(const std::string& name_or_path,
-                                      const std::vector<std::pair<std::string, std::string>>& overrides = {});
+                                      const std::vector<std::pair<std::string, std::string>>& overrides = {},
+                                      int64_t total_tokens = 0);
+
+// Applies the scaling rules at T = prompt_tokens + generated_tokens and clears them (so applying twice
+// changes nothing); group values become the values at T.
+void apply_scaling(SyntheticConfig& c);
 
 // Sets one top-level key from text (parsed as YAML, so lists work: needles=[{depth: 0.3, length: 64}]),
 // with the same checks as the file; errors name "command line" and the key. Does not re-check
@@ -151,6 +195,8 @@ class SyntheticTrace final : public TraceSource {
     std::vector<float> recency;    // [d]: unit vector over the recency dims, 0 elsewhere
     float sink[2] = {1, 0};        // unit vector in the sink pair
     std::vector<float> value_dir;  // [(topics + needles) * d]: each topic's value direction
+    // The knobs rows are made with: the top-level ones, or the layer group's (config_for_layer).
+    double key_noise = 0, value_noise = 0, value_topic = 0, query_ar = 0, query_wander = 0, query_noise = 0;
   };
   SyntheticConfig cfg_;
   TraceMeta meta_;
@@ -169,6 +215,8 @@ class SyntheticTrace final : public TraceSource {
   // build_text's second half: token ids and the per-token statistics, once sentences and topics are set.
   void build_token_stats(const std::vector<uint8_t>& topic_change);
   void build_heads();
+  void choose_retrieval_heads();
+  int auto_recency_pairs() const;
 };
 
 }  // namespace kvsim
