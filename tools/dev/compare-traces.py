@@ -5,6 +5,7 @@
         [--budgets 256,512,1024] [--max-steps 32] [--needle TEXT] [--policy NAME ...]
         [--set KEY=VALUE ...] [--layers 0,6,12] [--format markdown|json] [--compact] [-o FILE] [--json FILE]
         [--workdir DIR] [--kvsim PATH]
+    tools/dev/compare-traces.py --combine A.json B.json [...] [--compact] [-o FILE]
 
 SYNTHETIC is a preset name from scenarios/traces/ (`tiny`, `needle`, ...) or a generator config YAML
 (a value ending in .yaml/.yml or containing a `/`), e.g. the output of `kvsim trace fit`. Each is
@@ -26,6 +27,10 @@ faster; the synthetic traces then store the same layers. Work files (generated t
 go to a temporary folder, removed at the end, or to --workdir, kept, where a replay or profile whose
 command and input are unchanged is reused. Outputs are written atomically. Exit status: 0 done, 1 a
 kvsim command failed (its stderr is shown), 2 a usage or input error.
+
+`--combine` joins the synthetic columns of earlier JSON reports on the same real trace (same path,
+layers and decode rows; the real values must be equal), so a column can be added without replaying
+the others again.
 """
 import argparse
 import json
@@ -378,6 +383,47 @@ def profile_markdown(report):
     return lines + [""]
 
 
+def same_values(a, b, tol=1e-9):
+    """Equal cells: both missing, or the same metrics within tol (two replays of one trace may sum in
+    another thread order)."""
+    if a is None or b is None:
+        return a is b
+    return a.keys() == b.keys() and all(
+        (a[k] is None and b[k] is None) or (a[k] is not None and b[k] is not None and abs(a[k] - b[k]) <= tol)
+        for k in a)
+
+
+def combine(paths):
+    """Joins the synthetic columns of JSON reports on one real trace (runs made at different times, e.g.
+    a fitted config added later). The real columns must agree, or the reports are not comparable."""
+    reports = [load_json(p, "a compare-traces JSON report") for p in paths]
+    for path, r in zip(paths, reports):
+        if r.get("schema") != "kvsim.compare_traces/1":
+            raise Failure("%s: schema %r is not kvsim.compare_traces/1" % (path, r.get("schema")))
+    base = reports[0]
+    rows = {(r["policy"], r["budget"]): r for r in base["rows"]}
+    for path, r in zip(paths[1:], reports[1:]):
+        for field in ("path", "layers"):
+            if r["real"][field] != base["real"][field]:
+                raise Failure("%s: real.%s %r differs from %s's %r" % (path, field, r["real"][field], paths[0],
+                                                                       base["real"][field]))
+        if r["options"]["max_steps"] != base["options"]["max_steps"]:
+            raise Failure("%s: max_steps %s differs from %s's %s" % (path, r["options"]["max_steps"], paths[0],
+                                                                    base["options"]["max_steps"]))
+        own = {(x["policy"], x["budget"]): x for x in r["rows"]}
+        for key, row in rows.items():
+            other = own.get(key)
+            if other and not same_values(other["real"], row["real"]):
+                raise Failure("%s: the real trace's %s@%d differs from %s's: not the same replay" % (path, key[0], key[1],
+                                                                                                   paths[0]))
+            row["synthetic"] += other["synthetic"] if other else [{"values": None, "diff": None}] * len(r["synthetic"])
+        base["synthetic"] += r["synthetic"]
+    n = len(base["synthetic"])
+    base["worst"], base["mean_abs_diff"] = worst_gaps(base["rows"], n), mean_abs_diffs(base["rows"], n)
+    base["combined_from"] = list(paths)
+    return base
+
+
 def parse_budgets(text):
     try:
         budgets = [int(x) for x in text.split(",") if x.strip()]
@@ -391,8 +437,10 @@ def parse_budgets(text):
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("real", help="real trace (.safetensors or shard directory)")
-    ap.add_argument("synthetic", nargs="+", help="preset name or generator config YAML")
+    ap.add_argument("real", help="real trace (.safetensors or shard directory); with --combine, a JSON report")
+    ap.add_argument("synthetic", nargs="*", help="preset name or generator config YAML; with --combine, more reports")
+    ap.add_argument("--combine", action="store_true",
+                    help="join the synthetic columns of JSON reports on the same real trace (runs nothing)")
     ap.add_argument("--budgets", default="256,512,1024", help="budgets in tokens (default 256,512,1024)")
     ap.add_argument("--max-steps", type=int, default=32, help="decode rows replayed (default 32)")
     ap.add_argument("--needle", help="needle text in the real trace's prompt: adds its needle recall")
@@ -408,7 +456,11 @@ def parse_args(argv):
     ap.add_argument("--workdir", help="keep work files here and reuse unchanged ones (default: a temporary folder)")
     ap.add_argument("--kvsim", default=os.environ.get("KVSIM", DEFAULT_KVSIM), help="kvsim binary (default build/kvsim)")
     opts = ap.parse_args(argv)
+    if not opts.synthetic:
+        ap.error("give at least one synthetic preset or config (with --combine: a second report)")
     opts.budgets = parse_budgets(opts.budgets)
+    if opts.combine:
+        return opts
     for spec in opts.synthetic:
         synthetic_source(spec)  # a missing YAML fails before any kvsim run
     if opts.max_steps < 1:
@@ -419,7 +471,7 @@ def parse_args(argv):
 def main(argv):
     try:
         opts = parse_args(argv)
-        report = collect(opts)
+        report = combine([opts.real] + opts.synthetic) if opts.combine else collect(opts)
         text = markdown(report, opts.compact) if opts.format == "markdown" else json.dumps(report, indent=1) + "\n"
         if opts.json:
             write_atomic(opts.json, json.dumps(report, indent=1) + "\n")

@@ -102,6 +102,34 @@ class CompareTraces(unittest.TestCase):
         self.assertIn("| quest | 64 |", self.text)
         self.assertIn("| same (Δ) | tiny (Δ) |", self.text)
 
+    def test_combining_two_runs_equals_one_run_with_both(self):
+        parts = []
+        for i, spec in enumerate((self.same, "tiny")):
+            js = os.path.join(self.tmp.name, "part%d.json" % i)
+            p = run([self.real, spec, "--budgets", "64,128,100000", "--max-steps", "4", "--policy", "quest",
+                     "--policy", "streaming", "--format", "json", "-o", js])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            parts.append(js)
+        out = os.path.join(self.tmp.name, "combined.json")
+        p = run(["--combine", parts[0], parts[1], "--format", "json", "-o", out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out) as f:
+            combined = json.load(f)
+        for key in ("rows", "worst", "mean_abs_diff"):
+            self.assertEqual(combined[key], self.report[key], key)
+        self.assertEqual([s["name"] for s in combined["synthetic"]], ["same", "tiny"])
+
+    def test_combining_reports_on_different_real_traces_fails(self):
+        other = dict(self.report, real=dict(self.report["real"], path="elsewhere.safetensors"))
+        path = os.path.join(self.tmp.name, "other.json")
+        with open(path, "w") as f:
+            json.dump(other, f)
+        out = os.path.join(self.tmp.name, "bad-combined.md")
+        p = run(["--combine", self.js, path, "-o", out])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("differs", p.stderr)
+        self.assertFalse(os.path.exists(out))
+
     def test_bad_input_fails_without_output(self):
         out = os.path.join(self.tmp.name, "bad.md")
         for args in ([self.real, os.path.join(self.tmp.name, "missing.yaml")],
