@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "traces/format/trace_file.hpp"
+#include "traces/synthetic/synthetic.hpp"
 #include "policies/registry.hpp"
 
 namespace kvsim::sweep {
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 struct QualityCache::Loaded {
-  std::unique_ptr<TraceFile> file;
+  std::unique_ptr<TraceSource> source;  // the file, or the synthetic trace generated from its config
   replay::TraceData data;
 };
 
@@ -43,6 +44,17 @@ QualityCache::~QualityCache() = default;
 
 std::string QualityCache::identity() const {
   std::error_code ec;
+  if (trace_.synthetic) {
+    // A preset or config file, at the length and layers it was generated with: a changed file or
+    // workload length is another trace.
+    const SyntheticConfig& c = *trace_.synthetic;
+    std::string layers;
+    for (int l : c.store_layers) layers += std::to_string(l) + ",";
+    const auto mtime = fs::exists(trace_.path, ec) ? fs::last_write_time(trace_.path, ec).time_since_epoch().count() : 0;
+    return "synthetic:" + trace_.path + "|" + std::to_string(mtime) + "|seed=" + std::to_string(c.seed) +
+           "|prompt=" + std::to_string(c.prompt_tokens) + "|generated=" + std::to_string(c.generated_tokens) +
+           "|layers=" + layers + "|max_steps=" + std::to_string(trace_.max_steps) + "|topk=" + std::to_string(trace_.topk);
+  }
   const auto size = fs::file_size(trace_.path, ec);
   const auto mtime = fs::last_write_time(trace_.path, ec).time_since_epoch().count();
   return fs::absolute(trace_.path).string() + "|" + std::to_string(size) + "|" + std::to_string(mtime) +
@@ -92,8 +104,9 @@ size_t QualityCache::replay(const std::vector<std::pair<const Policy*, ParamValu
   if (runs.empty()) return 0;
   if (!loaded_) {
     loaded_ = std::make_unique<Loaded>();
-    loaded_->file = TraceFile::open(trace_.path);
-    loaded_->data = replay::load_trace_data(*loaded_->file, trace_.memory_limit_gib * kGiB, trace_.path);
+    if (trace_.synthetic) loaded_->source = std::make_unique<SyntheticTrace>(*trace_.synthetic);
+    else loaded_->source = TraceFile::open(trace_.path);
+    loaded_->data = replay::load_trace_data(*loaded_->source, trace_.memory_limit_gib * kGiB, trace_.path);
   }
   replay::ReplayOptions o;
   o.topk = trace_.topk;

@@ -4,11 +4,16 @@
 // per-point path never parses or validates anything.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "model/scenario.hpp"
+
+namespace kvsim {
+struct SyntheticConfig;
+}
 
 namespace kvsim::sweep {
 
@@ -44,7 +49,9 @@ struct AxisGroup {
 };
 
 struct TraceSettings {
-  std::string path;
+  std::string path;  // a trace file, or the synthetic config's name or path (then `synthetic` is set)
+  // A synthetic trace generated from this configuration instead of a file (sweep/quality_source.hpp).
+  std::shared_ptr<const SyntheticConfig> synthetic;
   int64_t max_steps = 0;    // decode rows replayed (0 = all)
   int topk = 64;
   double memory_limit_gib = 8;

@@ -154,7 +154,9 @@ std::string target_plan_json(const Scenario& s, const TargetPlanRequest& r, cons
                  {"value", t.value},
                  {"min_recall", t.min_recall ? json(*t.min_recall) : json(nullptr)},
                  {"max_output_error", t.max_error ? json(*t.max_error) : json(nullptr)},
-                 {"trace", r.trace.empty() ? json(nullptr) : json(r.trace)}};
+                 {"trace", r.trace.empty() ? json(nullptr) : json(r.trace)},
+                 {"quality_source", r.quality_source.empty() ? json(nullptr)
+                                                             : json{{"kind", r.quality_kind}, {"description", r.quality_source}}}};
   j["scenario"] = {{"file", s.file}, {"hardware", s.gpu.name}, {"host", s.host.name}, {"model", s.model.name},
                    {"output_tokens", s.workload.output_tokens}, {"calibration", s.calibration.name},
                    {"calibrated", s.calibration.calibrated}};
@@ -169,6 +171,7 @@ std::string target_plan_text(const Scenario& s, const TargetPlanRequest& r, cons
       "calibration " + s.calibration.name + (s.calibration.calibrated ? "" : " (uncalibrated: ideal efficiencies)") +
       "; (bound) = the ideal roofline: every efficiency 1.0, no gather penalty";
   std::string text = "target:   " + target_text(r) + "\n";
+  if (!r.quality_source.empty()) text += "quality:  from " + r.quality_source + "\n";
   text += "scenario: " + s.model.name + " on " + s.gpu.name + " + " + s.host.name + ", " +
           std::to_string(s.workload.output_tokens) + " output tokens; " + cal_text + "\n";
   int64_t shown_ctx = -1;

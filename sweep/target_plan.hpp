@@ -21,7 +21,10 @@ struct TargetPlanRequest {
   // Quality of a configuration, from replaying a trace; null without a trace. With one, every feasible
   // answer carries its quality, floor or not.
   const QualityFn* quality = nullptr;
-  std::string trace;  // the trace's path, for the report
+  std::string trace;  // the trace's path (or synthetic config), for the report
+  // Where the quality numbers come from, in words (QualitySource::description) and its kind ("real",
+  // "fitted", "preset"); empty without a trace.
+  std::string quality_source, quality_kind;
 };
 
 struct TargetPlanEntry {

@@ -7,6 +7,10 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
+#include <tuple>
+#include <utility>
+#include <numeric>
 #include <vector>
 
 #include "kernels/host/host.hpp"
@@ -145,6 +149,32 @@ TEST(HostKernels, GatherAndBiasedAttentionAgreeToFloatRounding) {
   EXPECT_THROW(host::attend_rows({.queries = Q.data(), .rows = G, .keys = K.data(), .values = V.data(), .idx = bad,
                                   .m = 1, .n = n, .d = d, .scale = 1, .out = o.data(), .lse = l.data()}),
                std::out_of_range);
+}
+
+// Row counts that are not a multiple of the one-pass kernel's row quads (its last quad is padded) and
+// more than one quad, key counts that end in a partial step, head dims 16 and 64, and the same rows
+// given contiguously: the same outputs as the reference to float rounding.
+TEST(HostKernels, GatherAttentionOverRowAndKeyTails) {
+  const int64_t n = 300;
+  for (const int d : {16, 64})
+    for (const int G : {1, 3, 6, 16})
+      for (const int64_t m : {int64_t(5), int64_t(8), int64_t(61)}) {
+        SCOPED_TRACE("d=" + std::to_string(d) + " G=" + std::to_string(G) + " m=" + std::to_string(m));
+        const auto K = random_floats(size_t(n) * d, 31, -2.f, 2.f), V = random_floats(size_t(n) * d, 32);
+        const auto Q = random_floats(size_t(G) * d, 33, -2.f, 2.f);
+        std::vector<int32_t> idx, dense(static_cast<size_t>(m));
+        for (int64_t i = 0; i < m; ++i) idx.push_back(int32_t((i * 37 + 11) % n));
+        std::iota(dense.begin(), dense.end(), 0);
+        for (const auto* ids : {&idx, &dense}) {
+          std::vector<float> o1(size_t(G) * d), l1(G), o2(size_t(G) * d, NAN), l2(G, NAN);
+          ref::gqa_gather_attention(Q.data(), G, K.data(), V.data(), n, d, ids->data(), m, 0.3f, o1.data(), l1.data());
+          host::attend_rows({.queries = Q.data(), .rows = G, .keys = K.data(), .values = V.data(),
+                             .idx = ids == &idx ? idx.data() : nullptr, .m = m, .n = n, .d = d, .scale = 0.3f,
+                             .out = o2.data(), .lse = l2.data()});
+          for (size_t i = 0; i < o1.size(); ++i) EXPECT_NEAR(o1[i], o2[i], 1e-5f) << i;
+          for (int r = 0; r < G; ++r) EXPECT_NEAR(l1[size_t(r)], l2[size_t(r)], 1e-5f);
+        }
+      }
 }
 
 TEST(HostKernels, SpanSvdAndPcaAgreeWithTheReference) {
@@ -311,4 +341,31 @@ TEST(HostKernels, FactoredSegmentsMatchTheReconstructedRows) {
     EXPECT_NEAR(l, lse[size_t(r)], 1e-4f);
     for (int c = 0; c < d; ++c) EXPECT_NEAR(o[size_t(c)], out[size_t(r) * d + c], 1e-4f) << r << " " << c;
   }
+}
+
+// CHESS's cascade: the same kept ids per level as the reference, with ties, NaN and ±0 in every level,
+// partial last chunks and grids, ratios 0 and 1, and page counts small and large (the radix top-k path).
+TEST(HostKernels, ChessSelectIsIdenticalToTheReference) {
+  std::mt19937 g(11);
+  std::uniform_int_distribution<int> coarse(0, 12);  // many ties
+  for (int64_t P : {int64_t(1), int64_t(7), int64_t(100), int64_t(4099), int64_t(262144)})
+    for (const auto& [Nc, Ng] : {std::pair{8, 8}, std::pair{3, 5}, std::pair{1, 1}})
+      for (const auto& [rg, rc, rp] : {std::tuple{0.5, 0.5, 0.25}, std::tuple{1.0, 1.0, 1.0}, std::tuple{0.0, 0.5, 0.5},
+                                       std::tuple{0.3, 0.7, 0.11}}) {
+        const int64_t C = (P + Nc - 1) / Nc, Gr = (C + Ng - 1) / Ng;
+        auto fill = [&](int64_t n) {
+          std::vector<float> v(static_cast<size_t>(n));
+          for (auto& x : v) x = float(coarse(g)) * 0.5f - 3.f;
+          if (n > 3) v[1] = NAN, v[2] = -0.f, v[3] = 0.f;
+          return v;
+        };
+        const auto sg = fill(Gr), sc = fill(C), sp = fill(P);
+        const auto want = ref::chess_hierarchical_select(sg, sc, sp, Nc, Ng, rg, rc, rp);
+        const auto got = host::chess_select(sg.data(), sc.data(), sp.data(), P, Nc, Ng, rg, rc, rp);
+        EXPECT_EQ(want.grids, got.grids) << "P=" << P << " Nc=" << Nc << " rho_g=" << rg;
+        EXPECT_EQ(want.chunks, got.chunks) << "P=" << P << " Nc=" << Nc << " rho_c=" << rc;
+        EXPECT_EQ(want.pages, got.pages) << "P=" << P << " Nc=" << Nc << " rho_p=" << rp;
+      }
+  const std::vector<float> one{1.f};
+  EXPECT_THROW(host::chess_select(one.data(), one.data(), one.data(), 1, 0, 1, 1, 1, 1), std::invalid_argument);
 }

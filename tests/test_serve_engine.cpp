@@ -217,6 +217,14 @@ TEST(ServeEngine, ServesAnAzureRequestFileEndToEnd) {
   EXPECT_EQ(j["policies"][0]["finished"], 30);
   // 29 gaps of 1 s at time_scale 0.5: the last request arrives at 14.5 s, so the run lasts longer.
   EXPECT_GT(j["policies"][0]["duration_s"].get<double>(), 14.5);
+  // The table's header states the file's lengths (prompts 1000..3900, outputs 20..49), not the
+  // scenario's length distributions, which a request file does not use.
+  r = test::run_kvsim("serve '" + yaml + "' --policy full");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("prompt from the file (1000-3900, median 2500), output from the file (20-49, median 35)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("fixed 0"), std::string::npos) << r.out;
   // The same file with its rows out of order: the error names the file, the line and the column.
   const std::string bad = test::write_temp("serve_azure_bad.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
                                                                   "2023-11-16 18:15:12,100,10\n"

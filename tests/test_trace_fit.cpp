@@ -141,12 +141,14 @@ kv_heads: 2
 prompt_tokens: 992
 generated_tokens: 32
 layer_groups:
-  - {layers: [0, 1], sink_strength: 10, query_ar: 0.9}
+  - {layers: [0, 1], sink_strength: 10, query_ar: 0.9, recency_window: 20}
 scaling:
   reference_tokens: 1024
   rules:
     - {group: 0, knob: sink_strength, slope: 2, tokens: [512, 1024], values: [8.6, 10]}
     - {group: 0, knob: query_ar, slope: 0}
+    - {group: 0, knob: recency_window, slope: 0.5}
+    - {group: 0, knob: weak_factor, slope: 1}
 )");
   const SyntheticConfig at_ref = load_synthetic_config(path);
   EXPECT_DOUBLE_EQ(config_for_layer(at_ref, 0).sink_strength, 10.0);
@@ -154,6 +156,11 @@ scaling:
   EXPECT_EQ(at_4k.prompt_tokens, 4096 - 32);
   EXPECT_NEAR(config_for_layer(at_4k, 1).sink_strength, 10.0 + 2.0 * std::log(4.0), 1e-12);
   EXPECT_DOUBLE_EQ(config_for_layer(at_4k, 1).query_ar, 0.9);
+  // A window follows a power law: 20 x 4^0.5. A rule for a knob the group does not set scales the
+  // top-level value it inherits (0.25 + ln 4 = 1.64), clamped to the knob's range (0 .. 1).
+  EXPECT_NEAR(config_for_layer(at_4k, 0).recency_window, 40.0, 1e-9);
+  EXPECT_DOUBLE_EQ(config_for_layer(at_4k, 0).weak_factor, 1.0);
+  EXPECT_DOUBLE_EQ(config_for_layer(at_ref, 0).weak_factor, 0.25);
   EXPECT_NE(error_of([&] { load_synthetic_config(path, {}, 32); }).find("--tokens"), std::string::npos);
 }
 
@@ -335,6 +342,13 @@ layer_groups:
   const auto missing = test::run_kvsim("trace fit " + dir + "no-such.safetensors -o " + yaml);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.out.find("no-such.safetensors"), std::string::npos) << missing.out;
+  // A file that is not a trace (cut short): an input error naming it, and the old YAML is kept.
+  const std::string text_before = test::read_text(yaml);
+  const std::string bad = test::write_temp("fit-bad.safetensors", test::read_text(src).substr(0, 200));
+  const auto corrupt = test::run_kvsim("trace fit " + bad + " -o " + yaml);
+  EXPECT_EQ(corrupt.exit_code, 2) << corrupt.out;
+  EXPECT_NE(corrupt.out.find("fit-bad.safetensors"), std::string::npos) << corrupt.out;
+  EXPECT_EQ(test::read_text(yaml), text_before);
   const auto json = test::run_kvsim("trace fit " + src + " -o " + yaml + " --groups 1 --format json");
   ASSERT_EQ(json.exit_code, 0) << json.out;
   EXPECT_NE(json.out.find("\"schema\": \"kvsim.trace_fit/1\""), std::string::npos) << json.out;

@@ -11,11 +11,16 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "kernels/host/host.hpp"
 #include "kernels/reference/reference.hpp"
 #include "validate/parallel_time.hpp"
 #include "validate/validate.hpp"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace kvsim::validate {
 namespace {
@@ -242,7 +247,10 @@ Case cpu_chess_select() {
     const int64_t P = int64_t(s), C = (P + 7) / 8, Gr = (C + 7) / 8;
     Instance in = cycled(double(P + C + Gr) * 4, cold, uint32_t(t), [=](uint32_t seed) {
       auto p = random_vec(size_t(P), seed), ch = random_vec(size_t(C), seed + 1), g = random_vec(size_t(Gr), seed + 2);
-      return [=] { (void)ref::chess_hierarchical_select(*g, *ch, *p, 8, 8, 0.5, 0.5, 0.25); };
+      if (g_optimized)
+        return std::function<void()>(
+            [=] { (void)host::chess_select(g->data(), ch->data(), p->data(), P, 8, 8, 0.5, 0.5, 0.25); });
+      return std::function<void()>([=] { (void)ref::chess_hierarchical_select(*g, *ch, *p, 8, 8, 0.5, 0.5, 0.25); });
     });
     select_work(in, double(P + C + Gr), double(P) / 16);
     return in;
@@ -448,7 +456,107 @@ Case cpu_reconstruct() {
   };
   return c;
 }
+
+// Sum of the m rows rows[idx[i]] (d floats each) of `arrays` arrays, prefetching the rows `ahead` keys
+// on one 64-byte line at a time, as attend_rows does; four independent accumulators so that the adds
+// never bind. What a kernel over the same scattered rows cannot beat on this machine: it does the
+// reads and nearly nothing else. Fma = 4 adds 4 FMAs per loaded 8-float vector into 8 independent
+// register chains (128 per key of cpu_attention, as many as its logits and values for 4 rows): the
+// same reads with a kernel's arithmetic in between, to see whether this core overlaps the two.
+// Arrays, d = D and Fma are compile-time: the loops unroll fully, as they do in the kernels (with a
+// runtime row length the same loop kept half as many lines in flight, measured).
+template <int Fma, int Arrays>
+float gather_read(const float* const* arrays, const int32_t* idx, int64_t m, int ahead) {
+  constexpr int narrays = Arrays, d = D;
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 f0 = _mm256_setzero_ps(), f1 = f0, f2 = f0, f3 = f0, f4 = f0, f5 = f0, f6 = f0, f7 = f0;
+  const __m256 w = _mm256_set1_ps(0.5f);
+  for (int64_t i = 0; i < m; ++i) {
+    if (ahead > 0 && i + ahead < m)
+      for (int a = 0; a < narrays; ++a)
+        for (int b = 0; b < d; b += 16)
+          _mm_prefetch(reinterpret_cast<const char*>(arrays[a] + int64_t(idx[i + ahead]) * d + b), _MM_HINT_T0);
+    for (int a = 0; a < narrays; ++a) {
+      const float* r = arrays[a] + int64_t(idx[i]) * d;
+      for (int c = 0; c + 16 <= d; c += 16) {
+        const __m256 x = _mm256_loadu_ps(r + c), y = _mm256_loadu_ps(r + c + 8);
+        acc[(c / 8) & 3] = _mm256_add_ps(acc[(c / 8) & 3], x);
+        acc[(c / 8 + 1) & 3] = _mm256_add_ps(acc[(c / 8 + 1) & 3], y);
+        if constexpr (Fma == 4) {
+          f0 = _mm256_fmadd_ps(x, w, f0), f1 = _mm256_fmadd_ps(x, w, f1);
+          f2 = _mm256_fmadd_ps(x, w, f2), f3 = _mm256_fmadd_ps(x, w, f3);
+          f4 = _mm256_fmadd_ps(y, w, f4), f5 = _mm256_fmadd_ps(y, w, f5);
+          f6 = _mm256_fmadd_ps(y, w, f6), f7 = _mm256_fmadd_ps(y, w, f7);
+        }
+      }
+    }
+  }
+  acc[0] = _mm256_add_ps(acc[0], _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(f0, f1), _mm256_add_ps(f2, f3)),
+                                               _mm256_add_ps(_mm256_add_ps(f4, f5), _mm256_add_ps(f6, f7))));
+  alignas(32) float t[8];
+  _mm256_store_ps(t, _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+#else
+  (void)ahead;
+  float s = 0.f;
+  for (int64_t i = 0; i < m; ++i)
+    for (int a = 0; a < narrays; ++a)
+      for (int c = 0; c < d; ++c) s += arrays[a][int64_t(idx[i]) * d + c] * (Fma ? 1.5f : 1.f);
+  return s;
+#endif
+}
 }  // namespace
+
+std::vector<Case> gather_read_cases(const std::vector<int>& prefetch, const std::vector<int>& with_fma) {
+  std::vector<std::pair<int, bool>> variants;
+  for (const int pf : prefetch) variants.push_back({pf, false});
+  for (const int pf : with_fma) variants.push_back({pf, true});
+  std::vector<Case> out;
+  for (const auto& [pf, fma] : variants) {
+    const std::string tail = "/pf" + std::to_string(pf) + (fma ? "+fma4" : "");
+    // cpu_attention's rows: K and V rows of m = s of n = 2m keys, in random order (random_ids, same seeds).
+    Case a{"gather_read/cpu_attention" + tail, false, PhaseKind::host_kernel, CurveVariable::bytes,
+           "scattered K and V row reads of cpu_attention", cpu_attention().grid, 256, nullptr};
+    a.make = [pf, fma](double s, int t, double cold) {
+      const int64_t m = int64_t(s), n = 2 * m;
+      Instance in = cycled(2.0 * n * kRow, cold, uint32_t(t), [=](uint32_t seed) {
+        auto K = random_vec(size_t(n) * D, seed), V = random_vec(size_t(n) * D, seed + 7);
+        auto idx = std::make_shared<Ids>(random_ids(n, m, seed));
+        auto sink = std::make_shared<float>(0.f);
+        return std::function<void()>([=] {
+          const float* arrays[2] = {K->data(), V->data()};
+          *sink += fma ? gather_read<4, 2>(arrays, idx->data(), m, pf) : gather_read<0, 2>(arrays, idx->data(), m, pf);
+        });
+      });
+      in.work.dram_bytes = double(m) * 2 * kRow;
+      in.run_bytes = kRow;
+      return in;
+    };
+    out.push_back(a);
+    // cpu_rerank's rows: K rows of m = s recalled of n = 2m, sorted (recall's dedup'd list).
+    Case r{"gather_read/cpu_rerank" + tail, false, PhaseKind::host_kernel, CurveVariable::bytes,
+           "scattered K row reads of cpu_rerank", cpu_rerank().grid, 512, nullptr};
+    r.make = [pf, fma](double s, int t, double cold) {
+      const int64_t m = int64_t(s), n = 2 * m;
+      Instance in = cycled(double(n) * kRow, cold, uint32_t(t), [=](uint32_t seed) {
+        auto K = random_vec(size_t(n) * D, seed);
+        auto ids = std::make_shared<Ids>(random_ids(n, m, seed));
+        std::sort(ids->begin(), ids->end());
+        auto sink = std::make_shared<float>(0.f);
+        return std::function<void()>([=] {
+          const float* arrays[1] = {K->data()};
+          *sink += fma ? gather_read<4, 1>(arrays, ids->data(), m, pf) : gather_read<0, 1>(arrays, ids->data(), m, pf);
+        });
+      });
+      in.work.dram_bytes = double(m) * kRow;
+      in.run_bytes = kRow;
+      return in;
+    };
+    out.push_back(r);
+  }
+  return out;
+}
 
 std::vector<Case> host_cases(bool optimized) {
   std::vector<Case> all = {cpu_attention(),   cpu_rerank(),   cpu_decode_attention(), cpu_paged_attention(),
@@ -459,7 +567,8 @@ std::vector<Case> host_cases(bool optimized) {
   // The phases with an optimized kernel (kernels/host/): the list says which kernels ran.
   static const std::set<std::string> with_optimized = {
       "cpu_attention", "cpu_rerank",      "cpu_decode_attention", "cpu_score",     "cpu_quest_bound",
-      "cpu_topk",      "staging_gather",  "cpu_qcivf_build",      "cpu_obs_window", "cpu_dedup"};
+      "cpu_topk",      "staging_gather",  "cpu_qcivf_build",      "cpu_obs_window", "cpu_dedup",
+      "cpu_chess_select"};
   for (Case& c : all) {
     const bool opt = optimized && with_optimized.count(c.phase) > 0;
     c.kernels = std::string(opt ? "kvsim::host " : "kvsim::ref ") + c.kernels;

@@ -120,6 +120,15 @@ struct Result {
 // elsewhere (optimized = true, what `kvsim validate --device cpu` measures by default), or the reference
 // kernels throughout (`--kernels reference`, the profile of the plain kernels).
 std::vector<Case> host_cases(bool optimized = true);
+// The scattered-row read ceiling of the gathered host kernels: for each of `cpu_attention` and
+// `cpu_rerank`, a case with the same rows, the same index list (same seeds) and the same cycling that
+// only reads the rows (a sum of their floats), prefetching `prefetch` rows ahead (0: none) the way the
+// kernels do. Phase names `gather_read/<kernel>/pf<prefetch>`; their work counts the kernel's bytes.
+// `with_fma`: the same reads with 4 FMAs per loaded vector in between (`.../pf<prefetch>+fma4`), to
+// measure whether reads overlap arithmetic; not a ceiling. Not part of host_cases(): `kvsim bench`
+// measures them next to the kernels.
+std::vector<Case> gather_read_cases(const std::vector<int>& prefetch = {0, 8, 16, 32},
+                                    const std::vector<int>& with_fma = {16});
 // The CPU timer: every instance on its own thread at once, the time of the slowest — by each
 // thread's CPU clock (default; robust on a machine shared with other processes) or the wall clock.
 Timer cpu_timer(bool wall_clock = false);

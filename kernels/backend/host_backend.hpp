@@ -62,6 +62,7 @@ class HostOptimizedBackend final : public HostBackend {
   int do_qcivf_build(const QcivfBuildParams& p) const override;
   std::vector<int32_t> do_ctkvr_recall(const CtkvrRecallParams& p) const override;
   std::vector<int32_t> do_dedup(const DedupParams& p) const override;
+  ChessKept do_chess_select(const ChessSelectParams& p) const override;
   std::vector<int32_t> do_ctkvr_rerank(const CtkvrRerankParams& p) const override;
   void do_score_gemv(const ScoreGemvParams& p) const override;
   void do_score_gemm(const ScoreGemmParams& p) const override;

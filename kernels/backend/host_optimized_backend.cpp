@@ -118,6 +118,11 @@ std::vector<int32_t> HostOptimizedBackend::do_dedup(const DedupParams& p) const 
   ids.resize(size_t(host::dedup_inplace(ids.data(), p.n)));
   return ids;
 }
+ChessKept HostOptimizedBackend::do_chess_select(const ChessSelectParams& p) const {
+  auto s = host::chess_select(p.grid_scores, p.chunk_scores, p.page_scores, p.pages, p.pages_per_chunk,
+                              p.chunks_per_grid, p.rho_g, p.rho_c, p.rho_p);
+  return {std::move(s.grids), std::move(s.chunks), std::move(s.pages)};
+}
 std::vector<int32_t> HostOptimizedBackend::do_ctkvr_rerank(const CtkvrRerankParams& p) const {
   return host::ctkvr_rerank(p.q, p.groups, p.keys, p.n, p.d, p.recalled, p.m, p.scale, p.rho_prime);
 }
@@ -147,6 +152,7 @@ std::string HostOptimizedBackend::kernels(Step s) const {
     case Step::ctkvr_recall:
     case Step::dedup:
     case Step::ctkvr_rerank:
+    case Step::chess_select:
     case Step::score_gemm:
     case Step::pca_projection:
     case Step::truncated_svd: return "kvsim::host::" + std::string(step_name(s));

@@ -176,6 +176,222 @@ inline bool fold_block(float* sr, int nb, float& mx, float& l, float& rescale) {
 // were slower on the 2-core VM).
 constexpr int kPrefetch = 16;
 
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__FMA__)
+// GCC 12's own avx512fintrin.h (_mm512_broadcast_f32x4, _mm512_shuffle_f32x4) starts its results from
+// an intentionally undefined vector, which -Wmaybe-uninitialized reports at every use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The one-pass kernel (AVX-512), which takes every plain segment when d is a multiple of 16: keys in
+// steps of 4·kOneSteps = 8, and each step does all of its keys' work — the K rows' logits for a quad of
+// query rows, the online-softmax update, the V rows accumulated into the output — before the next
+// step. Why not blocks of 32 (the path below, still the one without AVX-512): a block's logits, then
+// its softmax, then its values read the rows in two bursts with the arithmetic in between, and kept a
+// gathered set at 0.28–0.44 of the DRAM ceiling while the same reads with the same FMAs interleaved
+// reach 0.68–0.75 (docs/validation/cpu.md, second pass). Here rows ahead are prefetched one line per
+// 16-channel chunk inside the current step's loops, so reads are in flight through the whole step:
+// the next step's K rows in its logits, and the V rows two steps ahead in its values. Measured
+// (docs/validation/cpu.md, third pass): K rows one step ahead beat two (31–45 against 29–33 GB/s);
+// V rows two steps ahead beat one (median 40.9 against 35.5 GB/s over six alternated runs), three
+// were no better; half a step is too late (20 GB/s). 12-key steps, prefetcht1, an extra prefetcht1
+// further ahead and every other line were no better.
+// The 16 lanes of a logit vector are 4 query rows × 4 keys, so a step's softmax is a few vector ops.
+constexpr int kOneSteps = 2;    // logit vectors (4 keys each) per step
+constexpr int kMaxOneD = 512;   // head dims up to this take the one-pass kernel (scratch for padded rows)
+
+// e^x for 16 floats: exp8 on each half (float accuracy; callers map -inf and NaN).
+inline __m512 exp16(__m512 x) {
+  const __m256 lo = exp8(_mm512_castps512_ps256(x)), hi = exp8(_mm512_extractf32x8_ps(x, 1));
+  return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+
+// Lane 4r + k of the result = the sum of a[4k + r]'s 16 lanes: the 16 dot products of a key quad
+// (k) and a row quad (r) reduced in one shuffle tree (15 adds instead of 16 separate reductions),
+// ending row-major so that a row's 4 logits share a 128-bit lane for the in-lane max below.
+inline __m512 sum_lanes(const __m512* a) {
+  __m512 h[8], g[4];
+  for (int i = 0; i < 8; ++i)  // quarters [x0+x2, x1+x3, y0+y2, y1+y3]
+    h[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+  for (int j = 0; j < 4; ++j)  // quarter q = 4-lane partial of a[4j + q]
+    g[j] = _mm512_add_ps(_mm512_shuffle_f32x4(h[2 * j], h[2 * j + 1], 0x88),
+                         _mm512_shuffle_f32x4(h[2 * j], h[2 * j + 1], 0xDD));
+  const __m512 e0 = _mm512_add_ps(_mm512_shuffle_ps(g[0], g[1], 0x88), _mm512_shuffle_ps(g[0], g[1], 0xDD));
+  const __m512 e1 = _mm512_add_ps(_mm512_shuffle_ps(g[2], g[3], 0x88), _mm512_shuffle_ps(g[2], g[3], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_ps(e0, e1, 0x88), _mm512_shuffle_ps(e0, e1, 0xDD));
+}
+
+// Unscaled logits of query rows q[0, 4) against key rows k[0, 4), lane 4r + j = q_r·k_j: 16 FMA chains
+// over 16-channel chunks. Each chunk also prefetches one line of each of the npf rows pf[] (one
+// line per chunk: a row of d floats is d/16 lines), so the reads of later keys are spread over the
+// step instead of issued in a burst that fills the miss buffers.
+inline __m512 quad_logits(const float* const* q, const float* const* k, int d, const float* const* pf, int npf) {
+  __m512 a[16];
+  for (auto& x : a) x = _mm512_setzero_ps();
+  for (int c = 0; c < d; c += 16) {
+    for (int t = 0; t < npf; ++t) _mm_prefetch(reinterpret_cast<const char*>(pf[t] + c), _MM_HINT_T0);
+    const __m512 k0 = _mm512_loadu_ps(k[0] + c), k1 = _mm512_loadu_ps(k[1] + c), k2 = _mm512_loadu_ps(k[2] + c),
+                 k3 = _mm512_loadu_ps(k[3] + c);
+    for (int r = 0; r < 4; ++r) {
+      const __m512 qv = _mm512_loadu_ps(q[r] + c);
+      a[r] = _mm512_fmadd_ps(qv, k0, a[r]);
+      a[4 + r] = _mm512_fmadd_ps(qv, k1, a[4 + r]);
+      a[8 + r] = _mm512_fmadd_ps(qv, k2, a[8 + r]);
+      a[12 + r] = _mm512_fmadd_ps(qv, k3, a[12 + r]);
+    }
+  }
+  // A row not 64-byte aligned spans one line more than d/16: its last line.
+  for (int t = 0; t < npf; ++t) _mm_prefetch(reinterpret_cast<const char*>(pf[t] + d - 1), _MM_HINT_T0);
+  return sum_lanes(a);
+}
+
+// Running softmax state of a row quad: mx lanes 4r..4r+3 all hold row r's running max, l lane 4r + j
+// the sum of row r's weights in key slot j (summed per row at the end).
+struct QuadState {
+  __m512 mx, l;
+};
+
+// Folds a step's NV logit vectors s[v] (lane 4r + j: row r, key 4v + j; -inf for an absent key) into the
+// state and replaces them by their weights exp(s - max). A NaN logit weighs 0 and leaves the max alone,
+// as in fold_block. The outputs o[r] (d floats) are rescaled when a row's max rises: with the max of a
+// whole step at a time that happens on few steps once the first keys are in.
+template <int NV>
+inline void fold_step(__m512* s, QuadState& st, float* const* o, int d) {
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  __m512 gm = ninf;
+  for (int v = 0; v < NV; ++v) {
+    s[v] = _mm512_mask_mov_ps(s[v], _mm512_cmp_ps_mask(s[v], s[v], _CMP_UNORD_Q), ninf);
+    gm = _mm512_max_ps(gm, s[v]);
+  }
+  gm = _mm512_max_ps(gm, _mm512_permute_ps(gm, 0xB1));  // max over each row's 4 lanes
+  gm = _mm512_max_ps(gm, _mm512_permute_ps(gm, 0x4E));
+  const __m512 nm = _mm512_max_ps(st.mx, gm);
+  if (_mm512_cmp_ps_mask(nm, st.mx, _CMP_GT_OQ)) {
+    // A row with nothing accumulated yet (max -inf) has l = 0 and a zero output: factor 0, not NaN.
+    const __m512 f = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(st.mx, ninf, _CMP_GT_OQ), exp16(_mm512_sub_ps(st.mx, nm)));
+    st.l = _mm512_mul_ps(st.l, f);
+    alignas(64) float fs[16];
+    _mm512_store_ps(fs, f);
+    for (int r = 0; r < 4; ++r)
+      if (fs[4 * r] != 1.f) {
+        const __m512 fr = _mm512_set1_ps(fs[4 * r]);
+        for (int c = 0; c < d; c += 16) _mm512_storeu_ps(o[r] + c, _mm512_mul_ps(fr, _mm512_loadu_ps(o[r] + c)));
+      }
+    st.mx = nm;
+  }
+  for (int v = 0; v < NV; ++v) {
+    s[v] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(s[v], ninf, _CMP_GT_OQ), exp16(_mm512_sub_ps(s[v], st.mx)));
+    st.l = _mm512_add_ps(st.l, s[v]);
+  }
+}
+
+// o[r] += Σ_j w[r][j] · v_j over the step's 4·NV keys for the 4 rows of a quad: each output chunk is
+// loaded and stored once per step, and its sum is a tree (two chains) so that the FMAs' latency does
+// not serialize a chunk. A line of each of the npf rows pf[] is prefetched per chunk, as in quad_logits.
+template <int NV>
+inline void step_values(const __m512* w, const float* const* v, float* const* o, int d, const float* const* pf,
+                        int npf) {
+  constexpr int nk = 4 * NV;
+  alignas(64) float ws[16 * NV];  // ws[16v + 4r + j]: row r, key 4v + j
+  for (int i = 0; i < NV; ++i) _mm512_store_ps(ws + 16 * i, w[i]);
+  for (int c = 0; c < d; c += 16) {
+    for (int t = 0; t < npf; ++t) _mm_prefetch(reinterpret_cast<const char*>(pf[t] + c), _MM_HINT_T0);
+    __m512 x[nk];
+    for (int j = 0; j < nk; ++j) x[j] = _mm512_loadu_ps(v[j] + c);
+    for (int r = 0; r < 4; ++r) {
+      __m512 a0 = _mm512_loadu_ps(o[r] + c), a1 = _mm512_setzero_ps();
+      for (int j = 0; j < nk; j += 2) {
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps(ws[16 * (j / 4) + 4 * r + j % 4]), x[j], a0);
+        a1 = _mm512_fmadd_ps(_mm512_set1_ps(ws[16 * (j / 4) + 4 * r + j % 4 + 1]), x[j + 1], a1);
+      }
+      _mm512_storeu_ps(o[r] + c, _mm512_add_ps(a0, a1));
+    }
+  }
+}
+
+inline bool onepass_fits(const AttendSegment& p, int d) { return p.keys && d % 16 == 0 && d <= kMaxOneD; }
+
+// Row quads of attend_onepass: query rows, output rows and state, loaded from and stored back to
+// attend_pass's scalar state. A last partial quad repeats its last query row and writes that row's
+// copies into scratch (`pad`, 4·d floats).
+struct RowQuads {
+  int n = 0;
+  const float* q[kMaxRows / 4][4];
+  float* o[kMaxRows / 4][4];
+  QuadState st[kMaxRows / 4];
+
+  RowQuads(const float* Q, int R, int d, const float* mx, const float* l, float* out, float* pad) : n((R + 3) / 4) {
+    for (int g = 0; g < n; ++g) {
+      alignas(64) float m0[16], l0[16];
+      for (int r = 0; r < 4; ++r) {
+        const int row = 4 * g + r;
+        q[g][r] = Q + int64_t(std::min(row, R - 1)) * d;
+        o[g][r] = row < R ? out + int64_t(row) * d : pad + r * d;
+        if (row >= R) std::fill_n(pad + r * d, d, 0.f);
+        for (int j = 0; j < 4; ++j) {
+          m0[4 * r + j] = row < R ? mx[row] : -INFINITY;
+          l0[4 * r + j] = row < R && j == 0 ? l[row] : 0.f;
+        }
+      }
+      st[g] = {_mm512_load_ps(m0), _mm512_load_ps(l0)};
+    }
+  }
+  void store(int R, float* mx, float* l) const {
+    for (int g = 0; g < n; ++g) {
+      alignas(64) float m0[16], l0[16];
+      _mm512_store_ps(m0, st[g].mx);
+      _mm512_store_ps(l0, st[g].l);
+      for (int r = 0; r < 4 && 4 * g + r < R; ++r) {
+        mx[4 * g + r] = m0[4 * r];
+        l[4 * g + r] = (l0[4 * r] + l0[4 * r + 1]) + (l0[4 * r + 2] + l0[4 * r + 3]);
+      }
+    }
+  }
+};
+
+// One plain segment in one pass, continuing the running state mx[r], l[r] and out of rows [0, R)
+// (attend_pass's), 4·NV keys per step. A last partial step repeats its last key with logit -inf. The
+// rows ahead are prefetched during the first row quad's work (the other quads find them in L1).
+// Not inlined: inlined into attend_pass, next to the block path, GCC spilled the key vectors of
+// quad_logits to the stack (103 against 73 cycles per key on L1-resident rows).
+template <int NV>
+__attribute__((noinline)) void attend_onepass(const AttendSegment& p, int d, float scale, const float* Q, int R,
+                                              float* mx, float* l, float* out) {
+  constexpr int nk = 4 * NV;
+  alignas(64) float pad[4 * kMaxOneD];
+  RowQuads rq(Q, R, d, mx, l, out, pad);
+  const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+  auto key = [&](int64_t i) { return p.idx ? int64_t(p.idx[i]) : i; };
+  for (int64_t i = 0; i < p.m; i += nk) {
+    const int nb = int(std::min<int64_t>(nk, p.m - i));
+    const float *kr[nk], *vr[nk], *pk[nk], *pv[nk];
+    for (int j = 0; j < nk; ++j) {
+      const int64_t row = key(i + std::min(j, nb - 1));
+      kr[j] = p.keys + row * d;
+      vr[j] = p.values + row * d;
+    }
+    int npf = 0, npv = 0;  // the next step's K rows, the V rows of the step after it
+    for (; npf < nk && i + nk + npf < p.m; ++npf) pk[npf] = p.keys + key(i + nk + npf) * d;
+    for (; npv < nk && i + 2 * nk + npv < p.m; ++npv) pv[npv] = p.values + key(i + 2 * nk + npv) * d;
+    alignas(64) float b[nk] = {};
+    if (p.bias) std::copy_n(p.bias + i, nb, b);
+    for (int g = 0; g < rq.n; ++g) {
+      __m512 s[NV];
+      for (int v = 0; v < NV; ++v) {
+        const int kp = g == 0 ? std::clamp(npf - 4 * v, 0, 4) : 0;  // this quad's share of the K prefetches
+        s[v] = _mm512_fmadd_ps(quad_logits(rq.q[g], kr + 4 * v, d, pk + 4 * v, kp), vscale,
+                               _mm512_broadcast_f32x4(_mm_load_ps(b + 4 * v)));
+        const int present = std::clamp(nb - 4 * v, 0, 4);
+        s[v] = _mm512_mask_mov_ps(ninf, __mmask16(0x1111 * ((1u << present) - 1)), s[v]);
+      }
+      fold_step<NV>(s, rq.st[g], rq.o[g], d);
+      step_values<NV>(s, vr, rq.o[g], d, pv, g == 0 ? npv : 0);
+    }
+  }
+  rq.store(R, mx, l);
+}
+#pragma GCC diagnostic pop
+#endif
+
 // One low-rank segment (AttendSegment's factored form) folded into the running state of rows [0, R):
 // z = k_vt·q per row, logits = scale·(k_us[i]·z) + bias, the values accumulated in rank space (u) and
 // expanded through v_vt at the end. `s` is kMaxRows·kBlock scratch.
@@ -253,6 +469,12 @@ void attend_pass(const AttendSegment* segs, int nseg, int d, float scale, const 
     attend_factored(p, d, scale, Q, R, s, mx, l, out);
     continue;
   }
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__FMA__)
+  if (onepass_fits(p, d)) {
+    attend_onepass<kOneSteps>(p, d, scale, Q, R, mx, l, out);
+    continue;
+  }
+#endif
   for (int64_t i0 = 0; i0 < p.m; i0 += kBlock) {
     const int nb = int(std::min<int64_t>(kBlock, p.m - i0));
     for (int j = 0; j < nb; ++j) vrow[j] = p.values + (p.idx ? int64_t(p.idx[i0 + j]) : i0 + j) * d;

@@ -5,11 +5,12 @@
 // tolerance), so the kernel may reorder sums.
 //
 // Design: the GQA group's query rows share every key/value row, so each row of K and V is read once for
-// all of them (the reference reads it once per query head). Keys are taken in blocks of 32: the block's
-// scores for every query row (AVX2 dot products), one max per row, one rescale of the running output
-// per block instead of per key (the online softmax in blocks, FlashAttention-style), then the value
-// rows accumulated with 8-lane fused multiply-adds into a per-row output that stays in registers for a
-// 32-channel slice. Bound: bytes of the K and V rows read (2·m·d·4), the exp per (row, key) and the
+// all of them (the reference reads it once per query head). With AVX-512 and d a multiple of 16, one
+// pass over the keys in steps of 8: a step's logits for 4 query rows (16 lanes: 4 rows × 4 keys), the
+// online-softmax update of those rows, then the step's value rows accumulated into the output, while
+// rows ahead (K one step, V two) are prefetched inside the same loops, so reads overlap arithmetic.
+// Otherwise blocks of 32 keys: the block's logits (AVX2), one max and one rescale per row, then the
+// value rows. Bound: bytes of the K and V rows read (2·m·d·4), the exp per (row, key) and the
 // 4·rows·m·d FLOPs; at head_dim 128 and a GQA group of 4 it is memory-bound on DRAM-resident rows.
 #pragma once
 #include <cstdint>

@@ -3,6 +3,7 @@
 // inputs are bit-identical to kvsim::ref's; attention outputs agree to float rounding.
 #pragma once
 #include "kernels/host/attention.hpp"
+#include "kernels/host/chess.hpp"
 #include "kernels/host/ctkvr.hpp"
 #include "kernels/host/dots.hpp"
 #include "kernels/host/gather.hpp"

@@ -1,5 +1,6 @@
 #include "tools/kvsim/serve_cmd.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -15,7 +16,9 @@
 #include "policies/registry.hpp"
 #include "serve/capacity.hpp"
 #include "serve/serve.hpp"
+#include "core/units.hpp"
 #include "sweep/quality.hpp"
+#include "sweep/quality_source.hpp"
 
 namespace kvsim {
 
@@ -126,9 +129,24 @@ std::string num(double v, const char* f = "%.3g") {
   return b;
 }
 
+// The lengths of a request file's prompts or outputs, as its header line states them (the scenario's
+// length distributions do not apply to a file's requests).
+std::string file_lengths(const std::vector<Request>& rs, int64_t Request::*field) {
+  std::vector<int64_t> v;
+  v.reserve(rs.size());
+  for (const Request& r : rs) v.push_back(r.*field);
+  if (v.empty()) return "none";
+  std::sort(v.begin(), v.end());
+  return "from the file (" + std::to_string(v.front()) + "-" + std::to_string(v.back()) + ", median " +
+         std::to_string(v[v.size() / 2]) + ")";
+}
+
 std::string serve_table(const Loaded& l, const std::vector<ServeResult>& rs) {
   std::string t;
   const ServingSpec& sp = l.spec;
+  const bool from_file = sp.workload.arrivals.kind == ArrivalSpec::Kind::trace;
+  const std::string prompt = from_file ? file_lengths(l.requests, &Request::prompt_tokens) : sp.workload.prompt.describe();
+  const std::string output = from_file ? file_lengths(l.requests, &Request::output_tokens) : sp.workload.output.describe();
   char head[512];
   std::snprintf(head, sizeof head,
                 "%s: %lld requests, %s, prompt %s, output %s; %d replica(s) x TP %d, token budget %lld, chunk %lld, "
@@ -139,7 +157,7 @@ std::string serve_table(const Loaded& l, const std::vector<ServeResult>& rs) {
                     : (num(sp.workload.arrivals.rate) + " req/s " +
                        (sp.workload.arrivals.kind == ArrivalSpec::Kind::gamma ? "gamma" : "poisson"))
                           .c_str(),
-                sp.workload.prompt.describe().c_str(), sp.workload.output.describe().c_str(), sp.replicas,
+                prompt.c_str(), output.c_str(), sp.replicas,
                 l.s.workload.tensor_parallel, (long long)sp.engine.token_budget, (long long)sp.engine.chunk_tokens,
                 preemption_name(sp.engine.preemption));
   t += head;
@@ -236,12 +254,18 @@ int run_capacity(ServeCommands& c) {
   if (q.has_quality() && c.trace.empty())
     throw_input_error("command line", 0, c.min_recall >= 0 ? "--min-recall" : "--max-output-error",
                       "a quality floor needs --trace TRACE (quality comes from replaying it)");
-  if (!c.trace.empty() && !std::filesystem::exists(c.trace))
-    throw_input_error("command line", 0, "--trace", "file '" + c.trace + "' does not exist");
+  // The trace: a file, or a synthetic config generated at the workload's longest prompt.
   sweep::TraceSettings ts;
   ts.path = c.trace;
   ts.max_steps = c.trace_max_steps;
   ts.memory_limit_gib = c.memory_limit_gib;
+  sweep::QualitySource source;
+  if (!c.trace.empty()) {
+    int64_t longest = 1;
+    for (const Request& r : l.requests) longest = std::max(longest, r.prompt_tokens);
+    source = sweep::resolve_quality_source(c.trace, longest, c.memory_limit_gib * kGiB);
+    ts.synthetic = source.synthetic;
+  }
   sweep::QualityCache cache(ts);
   if (!c.quality_cache.empty()) cache.use_file(c.quality_cache);
   const sweep::QualityFn quality = sweep::quality_from_trace(cache);
@@ -267,7 +291,10 @@ int run_capacity(ServeCommands& c) {
     j["router"] = router_name(l.spec.router);
     j["quality_floor"] = {{"min_recall", q.min_recall ? json(*q.min_recall) : json(nullptr)},
                           {"max_output_error", q.max_error ? json(*q.max_error) : json(nullptr)},
-                          {"trace", c.trace.empty() ? json(nullptr) : json(c.trace)}};
+                          {"trace", c.trace.empty() ? json(nullptr) : json(c.trace)},
+                          {"source", c.trace.empty() ? json(nullptr)
+                                                     : json{{"kind", sweep::kind_name(source.kind)},
+                                                            {"description", source.description}}}};
     j["policies"] = json::array();
     for (const CapacityResult& r : results) {
       j["policies"].push_back(capacity_json(r, q.has_quality()));
@@ -283,7 +310,7 @@ int run_capacity(ServeCommands& c) {
                                          (q.min_recall ? " recall >= " + num(*q.min_recall) : "") +
                                          (q.max_error ? " output error <= " + num(*q.max_error) : "") + " on " + c.trace
                                    : std::string()) +
-                  "\n\n";
+                  "\n" + (q.has_quality() ? "quality from " + source.description + "\n" : std::string()) + "\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-12s %5s %4s %9s %11s %11s %9s\n", "policy", "GPUs", "TP", "replicas",
                 "TTFT p99 ms", "TPOT p99 ms", "trials");

@@ -1,12 +1,15 @@
 #include "tools/kvsim/target_plan_cmd.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "policies/registry.hpp"
+#include "core/units.hpp"
 #include "sweep/quality.hpp"
+#include "sweep/quality_source.hpp"
 #include "sweep/target_plan.hpp"
 
 namespace kvsim {
@@ -66,13 +69,19 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
 
   // Quality: one replay per configuration, cached across policies' searches and contexts (and on disk
   // with --quality-cache).
+  // The trace: a file, or a synthetic config generated at the longest context asked about.
   sweep::TraceSettings ts;
   ts.path = t.trace;
   ts.max_steps = t.max_steps;
   ts.memory_limit_gib = t.memory_limit_gib;
+  if (!t.trace.empty()) {
+    const int64_t longest = *std::max_element(s.workload.context_tokens.begin(), s.workload.context_tokens.end());
+    const sweep::QualitySource src = sweep::resolve_quality_source(t.trace, longest, t.memory_limit_gib * kGiB);
+    ts.synthetic = src.synthetic;
+    r.quality_source = src.description;
+    r.quality_kind = sweep::kind_name(src.kind);
+  }
   sweep::QualityCache cache(ts);
-  if (!t.trace.empty() && !std::filesystem::exists(t.trace))
-    throw_input_error("command line", 0, "--trace", "file '" + t.trace + "' does not exist");
   if (!t.quality_cache.empty()) cache.use_file(t.quality_cache);
   const sweep::QualityFn quality = sweep::quality_from_trace(cache);
   if (!t.trace.empty()) r.quality = &quality;

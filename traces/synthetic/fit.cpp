@@ -68,22 +68,24 @@ struct SearchKnob {
   double init;            // in knob units
   double step;            // in the axis coordinate
   double scan_lo, scan_hi;  // the screening box, in knob units: where real heads have been found
+  bool length_sensitive;    // moved by a continued fit at another length (see search_group)
 };
 const SearchKnob kSearch[] = {
-    {"sink_strength", Axis::linear, 0, 30, 8, 3, 0, 16},
-    {"recency_strength", Axis::linear, 0, 30, 6, 3, 0, 16},
-    {"recency_window", Axis::log, 1, 1024, 32, 1, 4, 256},
-    {"topic_strength", Axis::linear, 0, 30, 4, 2, 0, 14},
-    {"weak_factor", Axis::linear, 0, 1, 0.25, 0.2, 0, 0.8},
-    {"query_ar", Axis::log_one_minus, 0, 0.99999, 0.98, 1, 0.5, 0.995},
-    {"query_noise", Axis::linear, 0, 5, 0.3, 0.3, 0, 1.5},
-    {"query_wander", Axis::linear, 0, 5, 0.5, 0.3, 0, 2},
-    {"key_noise", Axis::linear, 0, 5, 0.5, 0.3, 0, 2},
+    {"sink_strength", Axis::linear, 0, 30, 8, 3, 0, 16, true},
+    {"recency_strength", Axis::linear, 0, 30, 6, 3, 0, 16, true},
+    {"recency_window", Axis::log, 1, 1024, 32, 1, 4, 256, true},
+    {"topic_strength", Axis::linear, 0, 30, 4, 2, 0, 14, true},
+    {"weak_factor", Axis::linear, 0, 1, 0.25, 0.2, 0, 0.8, false},
+    {"retrieval_sink", Axis::linear, 0, 1, 0.25, 0.2, 0, 1, false},
+    {"query_ar", Axis::log_one_minus, 0, 0.99999, 0.98, 1, 0.5, 0.995, false},
+    {"query_noise", Axis::linear, 0, 5, 0.3, 0.3, 0, 1.5, false},
+    {"query_wander", Axis::linear, 0, 5, 0.5, 0.3, 0, 2, false},
+    {"key_noise", Axis::linear, 0, 5, 0.5, 0.3, 0, 2, false},
 };
 // Screening points before the coordinate search: a Halton sequence over the screening box, so the
 // search starts in the best basin found rather than wherever the defaults are.
 constexpr int kScreen = 32;
-constexpr int kPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23};
+constexpr int kPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29};
 
 double halton(int index, int base) {
   double f = 1, r = 0;
@@ -155,9 +157,42 @@ SyntheticConfig candidate(const SyntheticConfig& base, int g, const std::vector<
   return c;
 }
 
-// Coordinate search from the generator's usual values: per knob, a step up, then down (doubling while
-// it keeps helping); a knob whose two steps both fail halves its step. Stops when every step is below 1/16 of its start or the budget
-// is spent. Deterministic: same target, same simulator, same path.
+// Coordinate descent from `u` (objective `f`) until `until` evaluations: per knob, a step up, then
+// down, doubling while it keeps helping; a knob whose two steps both fail halves its step. A continued
+// fit (`continued`) moves only the length-sensitive knobs. Returns the objective at the end.
+template <class Objective>
+double descend(const Objective& objective, std::array<double, kKnobs>& u, double f, std::array<double, kKnobs> step,
+               int until, const int& evaluations, bool continued) {
+  while (evaluations < until) {
+    bool moving = false;
+    for (int i = 0; i < kKnobs && evaluations < until; ++i) {
+      if (step[size_t(i)] < kSearch[i].step / 16) continue;
+      if (continued && !kSearch[i].length_sensitive) continue;
+      moving = true;
+      bool improved = false;
+      for (double dir : {1.0, -1.0}) {
+        for (double len = step[size_t(i)]; evaluations < until; len *= 2) {
+          std::array<double, kKnobs> c = u;
+          c[size_t(i)] = to_axis(kSearch[i], from_axis(kSearch[i], u[size_t(i)] + dir * len));
+          if (c[size_t(i)] == u[size_t(i)]) break;  // at a bound
+          const double fc = objective(c);
+          if (fc >= f) break;
+          f = fc;
+          u = c;
+          improved = true;
+        }
+        if (improved) break;
+      }
+      if (!improved) step[size_t(i)] /= 2;
+    }
+    if (!moving) break;
+  }
+  return f;
+}
+
+// The search of one group: screening, then coordinate descent (descend) from the best two points.
+// Stops when every step is below 1/16 of its start or the budget is spent. Deterministic: same target,
+// same simulator, same path.
 GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const std::vector<int>& layers, int budget,
                       const GroupFit* start) {
   const double n_loc = double(t.local.size()), n_ret = double(t.retrieval.size()), n = n_loc + n_ret;
@@ -191,42 +226,29 @@ GroupFit search_group(const GroupTarget& t, const Simulator& sim, int gi, const 
       }
     return f;
   };
-  double best = objective(u);
+  // Screening: the starting point and the Halton points, best first. The coordinate descent then runs
+  // from the best two (up to `budget` simulations each) and keeps the better end: one basin found by
+  // screening can be a trap (a topic-driven optimum for a head that is all sink, say).
+  std::vector<std::pair<double, std::array<double, kKnobs>>> starts = {{objective(u), u}};
   for (int p = 1; p <= (start ? 0 : kScreen); ++p) {
     std::array<double, kKnobs> c{};
     for (int i = 0; i < kKnobs; ++i) {
       const double a = to_axis(kSearch[i], kSearch[i].scan_lo), b = to_axis(kSearch[i], kSearch[i].scan_hi);
       c[size_t(i)] = a + (b - a) * halton(p, kPrimes[i]);
     }
-    const double f = objective(c);
+    starts.emplace_back(objective(c), c);
+  }
+  std::stable_sort(starts.begin(), starts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const int runs = std::min<int>(int(starts.size()), 2);
+  double best = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < runs; ++k) {
+    const int until = g.evaluations + budget;
+    std::array<double, kKnobs> at = starts[size_t(k)].second;
+    const double f = descend(objective, at, starts[size_t(k)].first, step, until, g.evaluations, start != nullptr);
     if (f < best) {
       best = f;
-      u = c;
+      u = at;
     }
-  }
-  while (g.evaluations < budget) {
-    bool moving = false;
-    for (int i = 0; i < kKnobs && g.evaluations < budget; ++i) {
-      if (step[size_t(i)] < kSearch[i].step / 16) continue;
-      moving = true;
-      bool improved = false;
-      for (double dir : {1.0, -1.0}) {
-        // A step that helps is followed by doubled steps the same way while they keep helping.
-        for (double len = step[size_t(i)]; g.evaluations < budget; len *= 2) {
-          std::array<double, kKnobs> c = u;
-          c[size_t(i)] = to_axis(kSearch[i], from_axis(kSearch[i], u[size_t(i)] + dir * len));
-          if (c[size_t(i)] == u[size_t(i)]) break;  // at a bound
-          const double f = objective(c);
-          if (f >= best) break;
-          best = f;
-          u = c;
-          improved = true;
-        }
-        if (improved) break;
-      }
-      if (!improved) step[size_t(i)] /= 2;
-    }
-    if (!moving) break;
   }
   for (int i = 0; i < kKnobs; ++i) g.knobs.emplace_back(kSearch[i].name, from_axis(kSearch[i], u[size_t(i)]));
   const auto [loc, ret] = sim.run(candidate(sim.base, gi, layers, u));

@@ -17,7 +17,7 @@ namespace kvsim {
 struct FitOptions {
   int groups = 3;        // contiguous layer groups (at most the stored layers)
   uint64_t seed = 1;     // seed of every simulated trace, and of the fitted config
-  int max_evaluations = 240;  // simulated profiles per group and length (33 of them screen the box)
+  int max_evaluations = 200;  // simulations per descent; a group screens 33 points, then runs two descents
 };
 
 // One statistic: the real trace's, the fitted generator's, and the relative error.

@@ -277,7 +277,10 @@ void SyntheticTrace::build_heads() {
       ht.q_topic = query_mag(c.topic_strength * (ht.retrieval ? main : weak), ht.k_topic);
       ht.q_needle = ht.retrieval ? query_mag(c.needle_query_strength, ht.k_needle) : 0.0f;
       ht.q_recency = query_mag(c.recency_strength * (ht.retrieval ? weak : main), ht.k_recency);
-      ht.q_sink = query_mag(c.sink_strength * (ht.retrieval ? weak : main), ht.k_sink);
+      // Retrieval heads keep weak_factor of the sink strength unless retrieval_sink says otherwise
+      // (real retrieval heads often keep a large sink).
+      const double rsink = c.retrieval_sink >= 0 ? c.retrieval_sink : weak;
+      ht.q_sink = query_mag(c.sink_strength * (ht.retrieval ? rsink : main), ht.k_sink);
 
       // Topic directions: Gaussian vectors over the content dims, orthonormalized (needles first, so
       // they are orthogonal to every topic) as long as the dimension allows; later ones are random unit

@@ -85,6 +85,7 @@ struct SyntheticConfig {
   double retrieval_heads = 0.25;   // fraction of (layer, kv head) pairs that are retrieval heads
   double weak_factor = 0.25;       // how much of a strength a head keeps for what it does not specialize in
                                    // (topic for local heads; recency and sinks for retrieval heads)
+  double retrieval_sink = -1;      // share of sink_strength retrieval heads keep; < 0 (unset): weak_factor
   std::vector<NeedleSpec> needles; // sentences of a unique topic placed in the prompt
   double needle_query_strength = 12;  // logit boost of needle tokens for retrieval heads' question and decode queries
 

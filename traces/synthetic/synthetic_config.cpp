@@ -171,6 +171,8 @@ void read_fields(SyntheticConfig& c, YamlMap& m, bool has_lines) {
   c.recency_window = m.number("recency_window", Range::between(1, 1e9), c.recency_window);
   c.retrieval_heads = m.number("retrieval_heads", Range::between(0, 1), c.retrieval_heads);
   c.weak_factor = m.number("weak_factor", Range::between(0, 1), c.weak_factor);
+  if (m.has("retrieval_sink")) c.retrieval_sink = m.number("retrieval_sink", Range::between(0, 1));
+  else m.string("retrieval_sink", std::string());  // absent: keep the current value (unset: weak_factor)
   c.needles = read_needles(m, c.needles, has_lines);
   c.needle_query_strength = m.number("needle_query_strength", Range::between(0, 50), c.needle_query_strength);
 
@@ -241,6 +243,7 @@ const std::vector<GroupKnob>& group_knobs() {
       {"recency_strength", &SyntheticConfig::recency_strength, Range::between(0, 50)},
       {"recency_window", &SyntheticConfig::recency_window, Range::between(1, 1e9)},
       {"weak_factor", &SyntheticConfig::weak_factor, Range::between(0, 1)},
+      {"retrieval_sink", &SyntheticConfig::retrieval_sink, Range::between(0, 1)},
       {"query_ar", &SyntheticConfig::query_ar, Range::between(0, 0.999999)},
       {"query_wander", &SyntheticConfig::query_wander, Range::between(0, 10)},
       {"query_noise", &SyntheticConfig::query_noise, Range::between(0, 10)},
