@@ -435,3 +435,41 @@ TEST(SyntheticConfig, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.find("content_pairs: content_pairs (31) + recency_pairs (0) + 1 sink pair exceed head_dim / 2 = 32"),
             std::string::npos) << e;
 }
+
+// recency_decay: the RoPE-pair recency kernel oscillates instead of fading far away (docs/synthetic-traces.md,
+// "recency_decay"), so old tokens and sinks got a length-dependent boost. With the knob, keys more than
+// 8 windows before the first query carry no recency at all, keys within 4 windows keep all of it.
+TEST(SyntheticRecency, DecayRemovesTheKernelsFarTailOnly) {
+  const int64_t q0 = 1792 - 32, full = q0 - 4 * 32, none = q0 - 8 * 32;  // tiny: P, obs_window, window
+  const SyntheticTrace zero(tiny({{"recency_strength", "0"}}));
+  const int d = zero.head_dim();
+  const int64_t T = zero.tokens_count();
+  const std::vector<float> k0 = all_keys(zero, 0, 0);
+  // The recency logit of the last decode query (position T - 1) for every key: its dot product with the
+  // keys' recency component alone, relative to its value at distance 0.
+  auto far_tail = [&](bool decay) {
+    const SyntheticTrace tr(tiny({{"recency_decay", decay ? "true" : "false"}}));
+    const std::vector<float> k = all_keys(tr, 0, 0);
+    const std::vector<float> qr = all_queries(tr, 0, 0);
+    const float* qp = &qr[size_t(tr.steps_count() - 1) * d];
+    auto logit = [&](int64_t t) {
+      double s = 0;
+      for (int j = 0; j < d; ++j) s += double(qp[j]) * (double(k[size_t(t) * d + j]) - double(k0[size_t(t) * d + j]));
+      return s;
+    };
+    double far = 0;
+    for (int64_t t = 0; t <= none; ++t) far = std::max(far, std::abs(logit(t)));
+    return far / logit(T - 1);
+  };
+  const double off = far_tail(false), on = far_tail(true);
+  RecordProperty("far_tail_off", std::to_string(off));
+  EXPECT_GT(off, 0.1) << "without the knob the kernel's far tail is not small (the reason for the knob)";
+  EXPECT_EQ(on, 0.0);
+  // Near the queries the keys are exactly those without the knob; far away exactly those without recency.
+  const SyntheticTrace on_tr(tiny({{"recency_decay", "true"}})), off_tr(tiny());
+  const std::vector<float> kon = all_keys(on_tr, 0, 0), koff = all_keys(off_tr, 0, 0);
+  for (int64_t t = full; t < T; ++t)
+    ASSERT_EQ(std::memcmp(&kon[size_t(t) * d], &koff[size_t(t) * d], sizeof(float) * d), 0) << t;
+  for (int64_t t = 0; t <= none; ++t)
+    ASSERT_EQ(std::memcmp(&kon[size_t(t) * d], &k0[size_t(t) * d], sizeof(float) * d), 0) << t;
+}

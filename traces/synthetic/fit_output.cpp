@@ -70,6 +70,7 @@ std::string fit_yaml(const std::vector<TraceFitResult>& fits, const FitOptions& 
   s += "seed: " + std::to_string(c.seed) + "\nprompt_tokens: " + std::to_string(c.prompt_tokens) +
        "\ngenerated_tokens: " + std::to_string(c.generated_tokens) + "\nobs_window: " + std::to_string(c.obs_window) +
        "\nmean_sentence_tokens: " + num(c.mean_sentence_tokens) + "\nrecency_pairs: " + std::to_string(c.recency_pairs) + "\n";
+  if (c.recency_decay) s += "recency_decay: true\n";
   s += "# Per layer group: retrieval_heads is the classified share; value_* are closed-form; the rest searched.\n";
   s += "layer_groups:\n";
   for (const LayerGroup& g : c.layer_groups) s += group_line(g);

@@ -328,6 +328,15 @@ void SyntheticTrace::build_heads() {
         ht.recency[size_t(i)] = float(a * std::cos(ph));
         ht.recency[size_t(i + n)] = float(a * std::sin(ph));
       }
+      // recency_decay: all queries sit at or after the question window's first position q0, so a key
+      // more than a few windows before q0 is never recent to any of them; there the kernel above no
+      // longer falls but oscillates (about +-0.5 of its peak at 1K-8K tokens), giving the sinks and old
+      // tokens a boost or penalty that depends on T. Fading it out is a pure function of position.
+      if (c.recency_decay) {
+        const int64_t q0 = c.prompt_tokens - c.obs_window;
+        ht.recency_full = q0 - int64_t(std::ceil(4 * c.recency_window));
+        ht.recency_none = q0 - int64_t(std::ceil(8 * c.recency_window));
+      }
       const double phase = 6.283185307179586 * rng::uniform(rng::word(rng::key(s, kSinkDir, uint64_t(l), uint64_t(h)), 0));
       ht.sink[0] = float(std::cos(phase));
       ht.sink[1] = float(std::sin(phase));
@@ -424,9 +433,10 @@ void SyntheticTrace::key_rows(int ls, int hs, int64_t t0, int64_t t1, float* out
         row[c0 + e] += mag * dir[e];
         row[c0 + e + n] += mag * dir[cp + e];
       }
+      const float kr = ht.k_recency * ht.recency_fade(t);
       for (int i = 0; i < rp; ++i) {
-        row[i] += ht.k_recency * ht.recency[size_t(i)];
-        row[i + n] += ht.k_recency * ht.recency[size_t(i + n)];
+        row[i] += kr * ht.recency[size_t(i)];
+        row[i + n] += kr * ht.recency[size_t(i + n)];
       }
       if (t < cfg_.sink_tokens) {
         row[n - 1] += ht.k_sink * ht.sink[0];

@@ -82,6 +82,8 @@ struct SyntheticConfig {
   double recency_strength = 8;     // logit boost of the nearest tokens for a local head's query; falls to
                                    // half at distance recency_window (a Lorentzian window built from RoPE pairs)
   double recency_window = 32;      // tokens: the width of that window
+  bool recency_decay = false;      // keys more than 4-8 recency_windows before the first query carry no recency
+                                   // component: the RoPE-pair kernel oscillates there instead of fading
   double retrieval_heads = 0.25;   // fraction of (layer, kv head) pairs that are retrieval heads
   double weak_factor = 0.25;       // how much of a strength a head keeps for what it does not specialize in
                                    // (topic for local heads; recency and sinks for retrieval heads)
@@ -194,6 +196,14 @@ class SyntheticTrace final : public TraceSource {
     float q_topic = 0, q_needle = 0, q_recency = 0, q_sink = 0;
     std::vector<float> topic_dir;  // [(topics + needles) * 2 * content_pairs]: unit vectors over the content dims
     std::vector<float> recency;    // [d]: unit vector over the recency dims, 0 elsewhere
+    // recency_decay: keys at t >= recency_full keep the whole recency component, t <= recency_none none,
+    // linear between (INT64_MIN for both when the knob is off)
+    int64_t recency_full = INT64_MIN, recency_none = INT64_MIN;
+    float recency_fade(int64_t t) const {  // exactly 1 when the knob is off: those keys do not change
+      if (t >= recency_full) return 1.0f;
+      if (t <= recency_none) return 0.0f;
+      return float(double(t - recency_none) / double(recency_full - recency_none));
+    }
     float sink[2] = {1, 0};        // unit vector in the sink pair
     std::vector<float> value_dir;  // [(topics + needles) * d]: each topic's value direction
     // The knobs rows are made with: the top-level ones, or the layer group's (config_for_layer).

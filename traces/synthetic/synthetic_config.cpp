@@ -169,6 +169,7 @@ void read_fields(SyntheticConfig& c, YamlMap& m, bool has_lines) {
   c.sink_strength = m.number("sink_strength", Range::between(0, 50), c.sink_strength);
   c.recency_strength = m.number("recency_strength", Range::between(0, 50), c.recency_strength);
   c.recency_window = m.number("recency_window", Range::between(1, 1e9), c.recency_window);
+  c.recency_decay = m.boolean("recency_decay", c.recency_decay);
   c.retrieval_heads = m.number("retrieval_heads", Range::between(0, 1), c.retrieval_heads);
   c.weak_factor = m.number("weak_factor", Range::between(0, 1), c.weak_factor);
   if (m.has("retrieval_sink")) c.retrieval_sink = m.number("retrieval_sink", Range::between(0, 1));
