@@ -97,6 +97,21 @@ struct AttentionAccumulator {
   }
 };
 
+// Adds, per distance, the cosines of the query pairs that many positions apart among the normalized
+// query rows `Q` (rows s0..s1-1 of the trace; positions looked up, not assumed contiguous).
+void add_query_cosines(const RowMatrix& Q, const std::vector<int64_t>& positions, int64_t s0, int64_t s1,
+                       const std::vector<int>& distances, std::vector<double>& cos_sum, std::vector<int64_t>& cos_pairs) {
+  for (size_t di = 0; di < distances.size(); ++di)
+    for (int64_t i = s0, j = s0; i < s1; ++i) {
+      const int64_t target = positions[size_t(i)] + distances[di];
+      while (j < s1 && positions[size_t(j)] < target) ++j;
+      if (j >= s1) break;
+      if (positions[size_t(j)] != target) continue;
+      cos_sum[di] += double(Q.row(i - s0).dot(Q.row(j - s0)));
+      ++cos_pairs[di];
+    }
+}
+
 }  // namespace
 
 TraceProfile profile_trace(const TraceSource& trace, const ProfileOptions& o) {
@@ -144,19 +159,8 @@ TraceProfile profile_trace(const TraceSource& trace, const ProfileOptions& o) {
       for (size_t g = 0; g < group.size(); ++g) {
         trace.queries(int(ls), group[g], s0, s1, Q.data());
         for (size_t i = 0; i < picked.size(); ++i) Qs.row(Eigen::Index(g * picked.size() + i)) = Q.row(picked[i] - s0);
-        // Cosine of query pairs `distance` positions apart (positions looked up, not assumed contiguous).
         Q.rowwise().normalize();
-        for (size_t di = 0; di < o.distances.size(); ++di) {
-          const int64_t want = o.distances[di];
-          for (int64_t i = s0, j = s0; i < s1; ++i) {
-            const int64_t target = tk.query_positions[size_t(i)] + want;
-            while (j < s1 && tk.query_positions[size_t(j)] < target) ++j;
-            if (j >= s1) break;
-            if (tk.query_positions[size_t(j)] != target) continue;
-            cos_sum[di] += double(Q.row(i - s0).dot(Q.row(j - s0)));
-            ++cos_pairs[di];
-          }
-        }
+        add_query_cosines(Q, tk.query_positions, s0, s1, o.distances, cos_sum, cos_pairs);
       }
       S.noalias() = (Qs * scale) * K.transpose();
       for (size_t g = 0; g < group.size(); ++g)
@@ -240,15 +244,7 @@ std::vector<HeadProfile> profile_heads(const TraceSource& trace, const ProfileOp
         trace.queries(ls, group[g], s0, s1, Q.data());
         for (size_t i = 0; i < picked.size(); ++i) Qs.row(Eigen::Index(g * picked.size() + i)) = Q.row(picked[i] - s0);
         Q.rowwise().normalize();
-        for (size_t di = 0; di < o.distances.size(); ++di)
-          for (int64_t i = s0, j = s0; i < s1; ++i) {
-            const int64_t target = tk.query_positions[size_t(i)] + o.distances[di];
-            while (j < s1 && tk.query_positions[size_t(j)] < target) ++j;
-            if (j >= s1) break;
-            if (tk.query_positions[size_t(j)] != target) continue;
-            cos_sum[di] += double(Q.row(i - s0).dot(Q.row(j - s0)));
-            ++cos_pairs[di];
-          }
+        add_query_cosines(Q, tk.query_positions, s0, s1, o.distances, cos_sum, cos_pairs);
       }
       for (size_t di = 0; di < o.distances.size(); ++di)
         h.cosine.push_back(cos_pairs[di] ? cos_sum[di] / double(cos_pairs[di]) : 0.0);
