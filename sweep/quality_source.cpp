@@ -50,22 +50,16 @@ std::string fit_text(const YAML::Node& fit) {
 }
 
 // Stored layers that keep a replay within `limit`: every layer when it fits, else evenly spaced ones.
+// A replay's bytes are per stored layer (keys, values, queries), so one measurement sizes them all.
 void fit_in_memory(SyntheticConfig& c, double limit, std::string& note) {
   const int all = c.store_layers.empty() ? c.layers : int(c.store_layers.size());
-  for (int keep = all; keep >= 1; --keep) {
-    SyntheticConfig t = c;
-    if (keep < all) {
-      t.store_layers.clear();
-      for (int i = 0; i < keep; ++i) t.store_layers.push_back(keep == 1 ? c.layers / 2 : i * (c.layers - 1) / (keep - 1));
-    }
-    const double bytes = replay::trace_data_bytes(SyntheticTrace(t));
-    if (bytes <= limit) {
-      if (keep < all) note = ", " + std::to_string(keep) + " of " + std::to_string(c.layers) + " layers (memory limit)";
-      c = std::move(t);
-      return;
-    }
-  }
-  c.store_layers = {c.layers / 2};  // one layer; load_trace_data names the bytes and the limit if even that is too much
+  const double per_layer = replay::trace_data_bytes(SyntheticTrace(c)) / all;
+  const int keep = std::clamp(int(limit / per_layer), 1, all);  // one layer at least: load_trace_data names
+                                                                 // the bytes and the limit if even that is too much
+  if (keep == all) return;
+  c.store_layers.clear();
+  for (int i = 0; i < keep; ++i) c.store_layers.push_back(keep == 1 ? c.layers / 2 : i * (c.layers - 1) / (keep - 1));
+  note = ", " + std::to_string(keep) + " of " + std::to_string(c.layers) + " layers (memory limit)";
 }
 
 }  // namespace
@@ -83,7 +77,7 @@ QualitySource resolve_quality_source(const std::string& arg, int64_t prompt_toke
     q.description = "real trace " + arg;
     return q;
   }
-  if (!is_yaml(p) && arg.find('/') != std::string::npos)
+  if ((is_yaml(p) && !fs::exists(p)) || (!is_yaml(p) && arg.find('/') != std::string::npos))
     throw_input_error("command line", 0, option, "file '" + arg + "' does not exist; allowed: a trace file "
                       "(.safetensors), a synthetic preset name (scenarios/traces/) or a synthetic config YAML");
   // A synthetic configuration (load_synthetic_config names the preset's candidates or the file's errors).

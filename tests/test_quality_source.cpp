@@ -91,6 +91,12 @@ TEST(QualitySource, AMissingFileOrUnknownPresetIsAnErrorNamingTheOption) {
     EXPECT_NE(std::string(e.what()).find("allowed"), std::string::npos) << e.what();
   }
   EXPECT_THROW(sweep::resolve_quality_source("neddle", 4096, 8 * kGiB), InputError);
+  try {
+    sweep::resolve_quality_source("/nonexistent/fitted.yaml", 4096, 8 * kGiB);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--trace"), std::string::npos) << e.what();
+  }
 }
 
 TEST(QualitySource, TheTargetPlanAndCapacityNameTheSource) {
