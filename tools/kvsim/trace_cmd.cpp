@@ -176,6 +176,10 @@ int run_gen(TraceCommands& c, const std::string& cmdline) {
   cfg.command = cmdline;
   const SyntheticTrace trace(cfg);
   write_with_progress(c.out, trace, parse_out_dtype(c.dtype, trace.storage_dtype()));
+  // Each needle's token span, for `kvsim replay --needle-tokens` (a synthetic trace has no tokenizer text).
+  for (size_t i = 0; i < trace.needle_spans().size(); ++i)
+    std::fprintf(stderr, "kvsim: needle %zu: tokens %lld:%lld\n", i, (long long)trace.needle_spans()[i].first,
+                 (long long)trace.needle_spans()[i].second);
   return 0;
 }
 
