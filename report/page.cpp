@@ -19,6 +19,7 @@ p.sources { color: #666; margin-top: 0; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.6em 0; }
 th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; } td:nth-child(-n+2) { text-align: left; }
+tr.under td { text-align: left; color: #555; padding-left: 3em; border-top: none; font-size: 0.95em; }
 ul.warnings { font-size: 0.9em; padding-left: 1.2em; }
 details { max-height: 360px; overflow: auto; border: 1px solid #eee; padding: 0.3em 0.6em; }
 li.warning { margin: 0.2em 0; } li.calibration { color: #0b4f8a; } li.extrapolated, li.unmeasured { color: #8a5a00; }

@@ -111,6 +111,18 @@ TEST(Report, PlanPageCarriesThePlanItsTableAndEveryWarning) {
     std::snprintf(tpot, sizeof tpot, "<td>%.3f</td>", r["tpot_ms"].get<double>());
     EXPECT_NE(html.find(tpot), std::string::npos) << tpot;
   }
+  // The lines the CLI prints under a policy's row are under it on the page, word for word.
+  const RunResult table = run_kvsim("plan --context 16384,65536 --policy full --policy quest --policy ctkvr");
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  int lines = 0;
+  std::istringstream in(table.out);
+  for (std::string line; std::getline(in, line);)
+    for (const char* start : {"    at full KV's batch", "    simulated step", "    index in HBM", "    roofline bound:"})
+      if (line.rfind(start, 0) == 0) {
+        ++lines;
+        EXPECT_NE(html.find(">" + line.substr(4) + "<"), std::string::npos) << line;
+      }
+  EXPECT_GE(lines, 8);
   for (const char* id : {"chart-tpot", "chart-throughput", "chart-memory-hbm", "chart-memory-dram", "chart-phases"})
     EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
 }
