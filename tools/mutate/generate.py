@@ -65,10 +65,8 @@ def mutants_of(prog, path, work):
     subprocess.run([prog, path, "--only", RULES, "--mutantDir", out, "--noCheck"], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=True)
     with open(path, encoding="utf-8") as f:
-        orig = f.read().splitlines()
-    counts = {}
-    for line in orig:
-        counts[line] = counts.get(line, 0) + 1
+        text = f.read()
+    orig = text.splitlines()
     found = []
     for name in sorted(os.listdir(out), key=lambda n: int(re.search(r"mutant\.(\d+)\.", n).group(1))):
         with open(os.path.join(out, name), encoding="utf-8") as f:
@@ -80,7 +78,8 @@ def mutants_of(prog, path, work):
             continue
         i = diff[0]
         old_line, new_line = orig[i], new[i]
-        if old_line.lstrip().startswith(("//", "#", "*")) or counts[old_line] != 1:
+        # run.sh finds the line by its text anywhere in the file: it must occur exactly once.
+        if old_line.lstrip().startswith(("//", "#", "*")) or text.count(old_line) != 1:
             continue
         found.append((i + 1, old_line, new_line, kind(old_line, new_line)))
     return found
