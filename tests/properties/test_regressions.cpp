@@ -61,3 +61,23 @@ TEST(PropertyRegressions, TheRidgeExceptionIsTheCurvesAlone) {
     }
   }
 }
+
+// RooflineBound.CalibrationRooflineEqualsThePrintedBound, shrunk (3000 cases, seed 777): the exception
+// it states. The calibrated step undercuts the roofline's by 0.001 %: its host phases' call costs
+// (1.43 ms each for cpu_rerank and cpu_attention) delay them, and the phases that share PCIe and the
+// GPU with them then finish earlier. The same with the full simulation (no periodic shortcut): a
+// scheduling anomaly of the shared resources, not a shortcut's error.
+TEST(PropertyRegressions, ASlowerHostPhaseCanShortenTheSimulatedStepALittle) {
+  ScenarioSpec spec{.gpu = "v100-32g", .host = "xeon-w9-3495x", .model = "mistral-7b", .calibration = "auto",
+                    .weight_dtype = "fp32", .kv_dtype = "fp8", .tp = 2, .context = 1795, .output = 10, .batch = 0,
+                    .implementation = -1, .policy = "ctkvr", .params = {{"centroids", "256"}, {"budget_tokens", "256"}}};
+  const auto cal = loaded(spec);
+  spec.calibration = "roofline";
+  const auto roof = loaded(spec);
+  const PlanResult a = cal->evaluate_at(1795, 0), b = roof->evaluate_at(1795, 0);
+  ASSERT_TRUE(a.feasible && b.feasible && a.simulated);
+  EXPECT_EQ(a.batch, 90);
+  EXPECT_GT(a.decode_serial_s, b.decode_serial_s);  // more work in the phases alone
+  EXPECT_LT(a.tpot_s, b.tpot_s);                    // and yet a shorter step
+  EXPECT_GT(a.tpot_s, b.tpot_s * (1 - 1e-3));       // by less than the exception allows
+}

@@ -66,8 +66,12 @@ RC_GTEST_PROP(RooflineBound, CalibrationRooflineEqualsThePrintedBound, ()) {
     RC_ASSERT(near(a[i].bound_tpot_s, b[i].tpot_s));
     RC_ASSERT(near(a[i].bound_ttft_s, b[i].ttft_s));
     RC_ASSERT(near(a[i].bound_throughput_tok_s, b[i].throughput_tok_s));
-    // A bound: no calibrated estimate is faster.
-    RC_ASSERT(le(b[i].tpot_s, a[i].tpot_s));
+    // A bound: no calibrated estimate is faster. Exception (docs/robustness.md, "Properties"): the
+    // bound holds per phase, not for a simulated step, whose phases share resources and can finish
+    // earlier when one of them is slower (a scheduling anomaly): v100-32g, mistral-7b TP 2, CTKVR with
+    // 256 centroids at batch 90 steps in 51.19349 ms calibrated, whose host calls cost 1.43 ms, and
+    // 51.19399 ms on the roofline, where they cost nothing. Allowed: 0.1 % (seen: 0.001 %).
+    RC_ASSERT(b[i].tpot_s <= a[i].tpot_s * (a[i].simulated ? 1.001 : 1 + 1e-9));
     RC_ASSERT(le(b[i].ttft_s, a[i].ttft_s));
   }
 }
