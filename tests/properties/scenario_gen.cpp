@@ -140,7 +140,6 @@ rc::Gen<ScenarioSpec> scenarios(const Draw& d) {
     s.output = *rc::gen::inRange<int64_t>(1, 2049);
     s.batch = d.max_batch > 0 ? *rc::gen::inRange<int64_t>(1, d.max_batch + 1) : 0;
     if (d.implementation) s.implementation = *rc::gen::inRange<int>(-1, int(implementation_profiles().size()));
-    if (d.calibration) s.calibration = *rc::gen::element<std::string>("auto", "roofline");
     if (d.policy) s.policy = *rc::gen::elementOf(builtin_policy_names());
     if (d.params) s.params = *policy_params(s.policy);
     return s;

@@ -38,13 +38,13 @@ const std::vector<std::string>& implementation_profiles();
 // Loaded through load_scenario with the built-in policy catalog; throws InputError as a file would.
 Scenario load(const ScenarioSpec& s);
 
-// What a generator may vary. Fixed fields keep the value given in `base`.
+// What a generator varies. A field it does not vary keeps ScenarioSpec's default (policy full with its
+// defaults, no implementation profile, the model's native dtypes, TP 1); the calibration is always
+// `auto` (a property that compares calibrations sets it itself).
 struct Draw {
   bool policy = true, params = true, implementation = true, dtypes = true, tp = true;
-  bool calibration = false;   // auto unless asked
-  bool host = true;
-  int64_t max_context = 131072;
-  int64_t max_batch = 16;     // batch drawn in 1..max_batch (never 0 unless `max_batch` is 0)
+  int64_t max_context = 131072;  // contexts drawn in 1,024 .. min(this, the model's max_context)
+  int64_t max_batch = 16;        // batches drawn in 1 .. max_batch; 0: batch max (the largest that fits)
 };
 
 // A valid scenario: tensor parallelism that splits the model, dtypes the GPU has tensor cores for, a
