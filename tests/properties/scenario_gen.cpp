@@ -86,7 +86,8 @@ std::string ScenarioSpec::yaml() const {
   y << "hardware: " << gpu << "\nhost: " << host << "\nmodel: " << model << "\ncalibration: " << calibration
     << "\nworkload:\n  context_tokens: " << context << "\n  output_tokens: " << output
     << "\n  batch: " << (batch > 0 ? std::to_string(batch) : "max") << "\n  tensor_parallel: " << tp
-    << "\n  weight_dtype: " << weight_dtype << "\n  kv_dtype: " << kv_dtype << "\n";
+    << "\n  weight_dtype: " << weight_dtype << "\n  kv_dtype: " << kv_dtype
+    << "\n  prefill_chunk_tokens: " << prefill_chunk << "\n  cuda_graphs: " << (cuda_graphs ? "true" : "false") << "\n";
   if (implementation >= 0) y << "implementation: " << implementation_profiles()[size_t(implementation)] << "\n";
   y << "policies:\n  - {name: " << policy;
   for (const auto& [k, v] : params) y << ", " << k << ": " << v;
@@ -139,6 +140,10 @@ rc::Gen<ScenarioSpec> scenarios(const Draw& d) {
     s.context = *rc::gen::inRange<int64_t>(std::min<int64_t>(1024, top), top + 1);
     s.output = *rc::gen::inRange<int64_t>(1, 2049);
     s.batch = d.max_batch > 0 ? *rc::gen::inRange<int64_t>(1, d.max_batch + 1) : 0;
+    if (d.engine) {
+      s.prefill_chunk = *rc::gen::element<int64_t>(8192, 512, 2048, 16384);
+      s.cuda_graphs = *rc::gen::element(true, false);
+    }
     if (d.implementation) s.implementation = *rc::gen::inRange<int>(-1, int(implementation_profiles().size()));
     if (d.policy) s.policy = *rc::gen::elementOf(builtin_policy_names());
     if (d.params) s.params = *policy_params(s.policy);

@@ -25,6 +25,8 @@ struct ScenarioSpec {
   std::string weight_dtype, kv_dtype;
   int tp = 1;
   int64_t context = 4096, output = 256, batch = 1;  // batch 0: the largest that fits
+  int64_t prefill_chunk = 8192;                      // workload.prefill_chunk_tokens
+  bool cuda_graphs = true;                           // workload.cuda_graphs
   int implementation = -1;                           // index into implementation_profiles(); -1 none
   std::string policy = "full";
   std::vector<std::pair<std::string, std::string>> params;  // name, value as the file writes it
@@ -43,6 +45,7 @@ Scenario load(const ScenarioSpec& s);
 // `auto` (a property that compares calibrations sets it itself).
 struct Draw {
   bool policy = true, params = true, implementation = true, dtypes = true, tp = true;
+  bool engine = true;            // prefill chunk (512 .. 16,384 tokens) and CUDA graphs on or off
   int64_t max_context = 131072;  // contexts drawn in 1,024 .. min(this, the model's max_context)
   int64_t max_batch = 16;        // batches drawn in 1 .. max_batch; 0: batch max (the largest that fits)
 };
