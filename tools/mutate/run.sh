@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the cost model, the simulator and the reference kernels (docs/robustness.md,
 # "Mutation testing"). For each mutant in tools/mutate/mutants.txt: apply it, rebuild only what is
-# needed (cmake --build BUILD --target kvsim_tests kvsim), run the test suite (ctest), record
+# needed (cmake --build BUILD --target kvsim_tests kvsim_properties kvsim), run the test suite (ctest), record
 #   killed        the suite failed (or timed out)
 #   survived      the suite passed: no test notices the bug
 #   not compiled  the build failed (reported separately, excluded from the score)
@@ -91,7 +91,7 @@ open(f, "w", encoding="utf-8").write(t.replace(find, rep, 1))
 PY
 }
 
-build() { $NICE cmake --build "$BUILD" --target kvsim_tests kvsim -j "$JOBS" > "$WORK/build.log" 2>&1; }
+build() { $NICE cmake --build "$BUILD" --target kvsim_tests kvsim_properties kvsim -j "$JOBS" > "$WORK/build.log" 2>&1; }
 
 echo "baseline: building and running the suite unmutated..."
 if ! build; then echo "the unmutated tree does not build:" >&2; tail -20 "$WORK/build.log" >&2; exit 2; fi
