@@ -124,6 +124,17 @@ std::vector<PolicyRun> policy_runs(const Scenario& s, const ReplayRequest& c, in
 void find_needle_and_answer(const ReplayRequest& c, const TraceFile& trace, int64_t P, ReplayReport& rep) {
   std::vector<int32_t>& needle_tokens = rep.needle_tokens;
   int64_t& answer_end_step = rep.answer_end_step;
+  if (c.needle_span != std::pair<int64_t, int64_t>{0, 0}) {
+    if (!c.needle.empty())
+      throw_input_error("command line", 0, "--needle-tokens", "give either --needle TEXT or --needle-tokens, not both");
+    const auto [a, b] = c.needle_span;
+    if (a < 0 || b <= a || b > P)
+      throw_input_error(c.trace, 0, "--needle-tokens",
+                        "value '" + std::to_string(a) + ":" + std::to_string(b) +
+                            "' is not a span of the prompt; allowed: FIRST:END with 0 <= FIRST < END <= " +
+                            std::to_string(P) + " (the prompt's tokens)");
+    for (int64_t t = a; t < b; ++t) needle_tokens.push_back(int32_t(t));
+  }
   if (!c.needle.empty() || !c.answer.empty()) {
     const std::string gguf = c.model_in_the_loop.empty() ? llm::default_model_path() : c.model_in_the_loop;
     if (std::error_code ec; !std::filesystem::exists(gguf, ec))
@@ -344,8 +355,9 @@ std::string replay_json(const ReplayReport& rep) {
                    {"note", context_note}};
   j["options"] = {{"topk", c.topk}, {"max_steps", c.max_steps}, {"block_rows", c.block_rows}, {"threads", res.threads},
                   {"budget_sweep", c.budget_sweep}, {"kernels", c.kernels}};
-  if (!c.needle.empty())
-    j["needle"] = {{"text", c.needle}, {"tokens", {needle_tokens.front(), needle_tokens.back() + 1}}};
+  if (!needle_tokens.empty())
+    j["needle"] = {{"text", c.needle.empty() ? json(nullptr) : json(c.needle)},
+                   {"tokens", {needle_tokens.front(), needle_tokens.back() + 1}}};
   if (!c.answer.empty()) j["answer"] = {{"text", c.answer}, {"last_step", answer_end_step}};
   j["performance"] = {{"wall_s", res.wall_seconds},
                       {"prefill_wall_s", res.prefill_wall_seconds},

@@ -32,6 +32,9 @@ struct ReplayRequest {
   int topk = 64, threads = 0, block_rows = 32;
   std::string model_in_the_loop;   // GGUF path; empty: no model in the loop
   std::string needle, answer;      // texts in the prompt / the generation; empty: not asked
+  // The needle as a token span [first, second) of the prompt, for traces without the model's tokenizer
+  // (synthetic ones: `kvsim trace gen` prints its needles' spans); {0, 0}: not asked. Excludes `needle`.
+  std::pair<int64_t, int64_t> needle_span{0, 0};
   // "cpu": the host replay alone. "cuda": also every policy's selection and attention on the CUDA kernels
   // (a GPU where one is built in and present, else the emulator), compared with the host replay.
   std::string device = "cpu";

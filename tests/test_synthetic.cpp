@@ -473,3 +473,20 @@ TEST(SyntheticRecency, DecayRemovesTheKernelsFarTailOnly) {
   for (int64_t t = 0; t <= none; ++t)
     ASSERT_EQ(std::memcmp(&kon[size_t(t) * d], &k0[size_t(t) * d], sizeof(float) * d), 0) << t;
 }
+
+// sink_topic: false: the sink tokens carry no topic component (docs/synthetic-traces.md, "sink_topic"), so a
+// query on the first sentence's topic does not boost the sinks too. Their keys are exactly those of a trace
+// without topics; every other token's key is exactly the default one.
+TEST(SyntheticAttention, SinksWithoutTopicCarryOnlyTheSink) {
+  const SyntheticTrace plain(tiny()), no_topic(tiny({{"topic_strength", "0"}})),
+      off(tiny({{"sink_topic", "false"}}));
+  const int d = plain.head_dim(), sinks = plain.config().sink_tokens;
+  ASSERT_GT(sinks, 0);
+  for (int hs = 0; hs < 2; ++hs) {
+    const std::vector<float> kp = all_keys(plain, 0, hs), kn = all_keys(no_topic, 0, hs), ko = all_keys(off, 0, hs);
+    const size_t sink_floats = size_t(sinks) * size_t(d);
+    EXPECT_EQ(std::memcmp(ko.data(), kn.data(), sizeof(float) * sink_floats), 0);
+    EXPECT_NE(std::memcmp(kp.data(), kn.data(), sizeof(float) * sink_floats), 0) << "the default sinks carry a topic";
+    EXPECT_EQ(std::memcmp(ko.data() + sink_floats, kp.data() + sink_floats, sizeof(float) * (kp.size() - sink_floats)), 0);
+  }
+}

@@ -399,4 +399,51 @@ layer_groups:
   const auto json = test::run_kvsim("trace fit " + src + " -o " + yaml + " --groups 1 --format json");
   ASSERT_EQ(json.exit_code, 0) << json.out;
   EXPECT_NE(json.out.find("\"schema\": \"kvsim.trace_fit/1\""), std::string::npos) << json.out;
+  // A needle span: bad spans are input errors naming the option and keep the old YAML.
+  const std::string before_needle = test::read_text(yaml);
+  for (const std::string& bad_span : {std::string("--needle-tokens 10-20"), std::string("--needle-tokens 600:9999"),
+                                      std::string("--needle-tokens 300:320 --needle x")}) {
+    const auto r = test::run_kvsim("trace fit " + src + " -o " + yaml + " --groups 1 " + bad_span);
+    EXPECT_EQ(r.exit_code, 2) << bad_span << "\n" << r.out;
+    EXPECT_NE(r.out.find("needle"), std::string::npos) << r.out;
+    EXPECT_EQ(test::read_text(yaml), before_needle);
+  }
+}
+
+// --needle: the needle's strength is fitted to the real needle's attention share. A source generated with
+// a known strength (6 nats) and fitted from a config that has no needle (strength 12, the default) gets a
+// needle at the same depth and length and the source's strength back; the share matches; the YAML holds
+// both; a span outside the prompt is an input error.
+TEST(TraceFit, NeedleStrengthFollowsTheNeedlesShare) {
+  SyntheticConfig sc = fit_source();
+  sc.needles = {NeedleSpec{0.4, 24}};
+  sc.needle_query_strength = 6;
+  const SyntheticTrace src(sc);
+  const auto span = src.needle_spans().at(0);
+  TraceFitResult r;
+  r.source = "source";
+  r.config = fit_source();  // the same knobs without the needle
+  ASSERT_TRUE(r.config.needles.empty());
+  fit_needle(r, src, "source", span);
+  ASSERT_EQ(r.config.needles.size(), 1u);
+  EXPECT_EQ(r.config.needles[0].length, 24);
+  EXPECT_NEAR(r.config.needles[0].depth * double(sc.prompt_tokens), double(span.first), 1e-3);
+  EXPECT_NEAR(r.config.needle_query_strength, 6.0, 0.25);
+  const FitStat& s = stat(r, "needle_share");
+  EXPECT_GT(s.real, 0.05) << "the source's retrieval heads attend the needle";
+  EXPECT_LT(std::abs(s.relative_error()), 0.02) << s.real << " " << s.fitted;
+  // A stronger needle takes more attention: the statistic the bisection relies on moves the right way.
+  sc.needle_query_strength = 12;
+  const SyntheticTrace stronger(sc);
+  EXPECT_GT(needle_share(stronger, stronger.needle_spans().at(0)), s.real);
+
+  const std::string yaml = fit_yaml({r}, FitOptions{});
+  const SyntheticConfig back = load_synthetic_config(test::write_temp("needle_fit.yaml", yaml));
+  ASSERT_EQ(back.needles.size(), 1u);
+  EXPECT_EQ(back.needle_query_strength, r.config.needle_query_strength);
+  EXPECT_EQ(SyntheticTrace(back).needle_spans().at(0), SyntheticTrace(r.config).needle_spans().at(0));
+
+  const std::string err = error_of([&] { fit_needle(r, src, "source", {span.first, sc.prompt_tokens + 5}); });
+  EXPECT_NE(err.find("source"), std::string::npos) << err;
+  EXPECT_NE(err.find("needle"), std::string::npos) << err;
 }

@@ -25,7 +25,7 @@ if ! PYTHONPATH=$DIR python3 -c 'import lizard' 2>/dev/null; then
   rm -f "$tmp.log"
   rm -rf "$DIR" && mv "$tmp" "$DIR"  # whole or not at all
 fi
-LAYERS=(core sim model traces kernels validate policies replay sweep serve tools python)
+LAYERS=(core sim model traces kernels validate policies replay sweep serve report tools python)
 out=$(PYTHONPATH=$DIR python3 -m lizard --length "$MAX" --CCN 1000 --arguments 100 --warnings_only \
         -l cpp -x './tools/capture/*' "${LAYERS[@]}" || true)
 if [[ -n $out ]]; then

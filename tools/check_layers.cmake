@@ -9,8 +9,8 @@
 # included header, is the first component of its path. The table below is the same one CMakeLists.txt
 # links by:
 #
-#   core <- sim <- model <- traces, kernels <- policies <- replay <- sweep <- serve <- tools (the CLI),
-#                           validate (model + kernels)                               python (the module)
+#   core <- sim <- model <- traces, kernels <- policies <- replay <- sweep <- serve <- report <- tools (the CLI),
+#                           validate (model + kernels)                                         python (the module)
 #
 # tests/ and fuzz/ exercise every layer, so their own includes are not checked; but they are layers
 # too, at the top, so a library file that includes a test header (say, a test-only policy) fails like
@@ -20,7 +20,7 @@ if(NOT DEFINED ROOT)
   message(FATAL_ERROR "check_layers: pass -DROOT=<source dir>")
 endif()
 
-set(KVSIM_LAYERS core sim model traces kernels validate policies replay sweep serve tools python tests fuzz)
+set(KVSIM_LAYERS core sim model traces kernels validate policies replay sweep serve report tools python tests fuzz)
 
 # layer -> the layers its files may include (itself included)
 set(ALLOW_core     core)
@@ -33,8 +33,9 @@ set(ALLOW_policies core sim model traces kernels policies)
 set(ALLOW_replay   core sim model traces kernels policies replay)
 set(ALLOW_sweep    core sim model traces kernels policies replay sweep)
 set(ALLOW_serve    core sim model traces kernels policies replay sweep serve)
-set(ALLOW_tools    core sim model traces kernels validate policies replay sweep serve tools)
-set(ALLOW_python   core sim model traces kernels policies replay sweep serve python)
+set(ALLOW_report   core sim model traces kernels policies replay sweep serve report)
+set(ALLOW_tools    core sim model traces kernels validate policies replay sweep serve report tools)
+set(ALLOW_python   core sim model traces kernels policies replay sweep serve report python)
 # tests and fuzz: not checked (see above)
 
 # The layer of a path: its first component when that names a layer, else "" (a header beside the file,

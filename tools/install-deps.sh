@@ -25,6 +25,7 @@ PACKAGES=(
   python3-dev           # the Python module (python/, docs/python.md): Python's headers
   pybind11-dev          # ... and its C++ bindings
   python3-pandas        # ... whose tabular results are DataFrames (its tests run in make test)
+  python3-plotly        # kvsim report: its plotly.js is inlined in every HTML report (report/plotly_js.hpp)
 )
 # Optional: `make python-test` (pip install . into a fresh virtual environment, Ray from PyPI).
 if [[ "${KVSIM_WITH_PYTHON_VENV:-0}" == "1" ]]; then PACKAGES+=(python3-venv); fi

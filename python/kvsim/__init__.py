@@ -27,7 +27,7 @@ if os.path.isdir(os.path.join(_here, "scenarios")) and not os.environ.get("KVSIM
 from . import _kvsim  # noqa: E402
 
 __all__ = ["InputError", "library_dir", "catalog", "load_scenario", "plan", "plan_frame", "target_plan", "sweep", "serve",
-           "capacity", "replay", "reproduce", "trace_info"]
+           "capacity", "replay", "reproduce", "trace_info", "report"]
 
 
 class InputError(ValueError):
@@ -282,3 +282,53 @@ def reproduce(paper=None):
 def trace_info(path, profile=True):
     """`kvsim trace info --format json` as a dict."""
     return json.loads(_call(_kvsim.trace_info, os.fspath(path), bool(profile)))
+
+
+def _report_text(kind, x, csv):
+    """(name, text) of one report input: a path, a dict (JSON kinds), a DataFrame or CSV text (CSV kinds),
+    or JSON text."""
+    if isinstance(x, dict):
+        return f"<{kind} dict>", json.dumps(x)
+    if hasattr(x, "to_csv"):
+        return f"<{kind} DataFrame>", x.to_csv(index=False)
+    if isinstance(x, str) and ("\n" in x or x.lstrip().startswith("{")):
+        return f"<{kind} text>", x
+    if isinstance(x, (str, os.PathLike)):
+        path = os.fspath(x)
+        try:
+            with open(path, encoding="utf-8") as f:
+                return path, f.read()
+        except OSError as e:
+            raise InputError(f"report: {kind}: value '{path}': cannot read ({e.strerror})", "report", 0, kind,
+                             f"value '{path}': cannot read ({e.strerror})") from None
+    what = "a path, a DataFrame or CSV text" if csv else "a path, a dict or JSON text"
+    raise TypeError(f"report's {kind} is {what}, not {type(x).__name__}")
+
+
+def report(plan=None, sweep=None, pareto=None, serve=None, requests=None, replay=None, scenario=None, out=None,
+           series=None):
+    """`kvsim report`: one self-contained HTML page (str; also written atomically to `out` when given).
+    plan/serve/replay: a path, a dict or JSON text; sweep/pareto/requests/series: a path, a DataFrame or
+    CSV text; serve may be kvsim.serve's own result ({"summary", "requests"}); scenario: as plan() takes it,
+    run here (plan, and serve when it has a serving: block). Plotly.js comes from KVSIM_PLOTLY_JS, Debian's
+    python3-plotly, or the plotly package's copy."""
+    if isinstance(serve, dict) and "summary" in serve:
+        serve, requests = serve["summary"], serve.get("requests") if requests is None else requests
+    sources = {}
+    for kind, x, csv in (("plan", plan, False), ("sweep", sweep, True), ("pareto", pareto, True), ("serve", serve, False),
+                         ("requests", requests, True), ("series", series, True), ("replay", replay, False)):
+        if x is not None:
+            sources[kind] = _report_text(kind, x, csv)
+    text, name = "", ""
+    if scenario is not None:
+        s = load_scenario(scenario)
+        text, name = s.text, s.name
+    if not os.environ.get("KVSIM_PLOTLY_JS") and not os.path.exists("/usr/share/python3-plotly/plotly.js"):
+        try:  # a pip-installed plotly ships the library too
+            import plotly
+            js = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+            if os.path.exists(js):
+                os.environ["KVSIM_PLOTLY_JS"] = js
+        except ImportError:
+            pass
+    return _call(_kvsim.report, sources, text, name, "" if out is None else os.fspath(out))

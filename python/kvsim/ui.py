@@ -206,18 +206,11 @@ def create_app():
     def report():
         if state["plan"] is None:
             return jsonify({"error": {"text": "no plan yet"}}), 404
-        html = kvsim.report(plan=state["plan"]) if hasattr(kvsim, "report") else _plan_report(state["plan"])
+        html = kvsim.report(plan=state["plan"])
         return Response(html, mimetype="text/html",
                         headers={"Content-Disposition": "attachment; filename=kvsim-report.html"})
 
     return app
-
-
-def _plan_report(plan):
-    """Until kvsim.report exists: the plan's JSON in a page (replaced by kvsim.report when it lands)."""
-    import html
-    return ("<!doctype html><meta charset='utf-8'><title>kvsim plan</title><pre>" +
-            html.escape(json.dumps(plan, indent=2)) + "</pre>")
 
 
 def main(argv=None):

@@ -40,6 +40,8 @@
 #include "traces/format/trace_file.hpp"
 #include "traces/format/trace_info.hpp"
 #include "replay/session.hpp"
+#include "report/report.hpp"
+#include "core/atomic_file.hpp"
 
 namespace py = pybind11;
 using json = nlohmann::json;
@@ -376,6 +378,26 @@ std::string trace_info(const std::string& path, bool profile) {
   return info_json(path, *t, profile ? &prof : nullptr).dump();
 }
 
+// kvsim.report: the page for `sources` ({kind: (name, text)}, kinds as report::ReportInputs names them)
+// and, when `scenario_text` is not empty, the scenario's own plan and serve; written to `out` atomically
+// when it is not empty.
+std::string report_page(const std::map<std::string, std::pair<std::string, std::string>>& sources,
+                        const std::string& scenario_text, const std::string& scenario_name, const std::string& out) {
+  report::ReportInputs in;
+  if (!scenario_text.empty()) in = report::run_scenario(scenario_from(scenario_text, scenario_name, {}, {}));
+  const std::map<std::string, std::optional<report::Source>*> slots = {
+      {"plan", &in.plan},         {"sweep", &in.sweep},       {"pareto", &in.pareto}, {"serve", &in.serve},
+      {"requests", &in.requests}, {"series", &in.series}, {"replay", &in.replay}};
+  for (const auto& [kind, source] : sources) {
+    const auto slot = slots.find(kind);
+    if (slot == slots.end()) throw_input_error("report", 0, kind, "unknown input; allowed: plan, sweep, pareto, serve, requests, series, replay");
+    *slot->second = report::Source{source.first, source.second};
+  }
+  const std::string html = report::render_report(in);
+  if (!out.empty()) write_file_atomic(out, html);
+  return html;
+}
+
 }  // namespace
 }  // namespace kvsim
 
@@ -413,6 +435,7 @@ PYBIND11_MODULE(_kvsim, m) {
     return py::make_tuple(p.has_value ? py::object(py::str(p.value)) : py::object(py::none()),
                           p.has_allowed ? py::object(py::str(p.allowed)) : py::object(py::none()));
   });
+  m.def("report", &report_page, nogil);
   // For the tests: whether a function registered with the same guard runs holding the GIL (it must not).
   m.def("_gil_held_inside", [] { return PyGILState_Check() != 0; }, nogil);
 }

@@ -2,7 +2,8 @@
 """Real against synthetic: policy quality at a few budgets and the attention profile (issue 30).
 
     tools/dev/compare-traces.py REAL.safetensors SYNTHETIC [SYNTHETIC ...]
-        [--budgets 256,512,1024] [--max-steps 32] [--needle TEXT] [--policy NAME ...]
+        [--budgets 256,512,1024] [--max-steps 32] [--needle TEXT | --needle-tokens FIRST:END]
+        [--synthetic-needle] [--policy NAME ...]
         [--set KEY=VALUE ...] [--layers 0,6,12] [--format markdown|json] [--compact] [-o FILE] [--json FILE]
         [--workdir DIR] [--kvsim PATH]
     tools/dev/compare-traces.py --combine A.json B.json [...] [--compact] [-o FILE]
@@ -15,7 +16,8 @@ stored prompt queries (obs_window) are set from `kvsim trace info REAL`, so only
 differ. `--set` adds generator overrides after those (for every synthetic trace).
 
 Then `kvsim replay TRACE --budget-sweep --format json` runs on every trace (the real one with
-`--needle TEXT` when given: needle recall needs the model's tokenizer, so synthetic traces have none),
+`--needle TEXT` when given: needle recall needs the model's tokenizer, so synthetic traces have none unless `--synthetic-needle` gives each one a needle at the real needle's
+depth and length, replayed with `--needle-tokens` and its needle recall shown in brackets too),
 and `kvsim trace info --profile-layers 0 --format json` profiles each. The report has, per policy and
 budget (`policy@B` of the sweep; a budget the sweep does not hold for a trace, or whose fixed part
 exceeds it, shows "—"), the mean attention-mass recall, top-k recall and relative output error of the
@@ -92,9 +94,10 @@ def fresh(out, inputs):
     return all(os.path.getmtime(i) <= t for i in inputs if os.path.exists(i))
 
 
-def run_kvsim(kvsim, args, out=None, inputs=None):
+def run_kvsim(kvsim, args, out=None, inputs=None, stderr_to=None):
     """Runs kvsim and returns its stdout. With inputs (a --workdir run), skips a run whose output is
-    fresh and whose command line, recorded beside it, is unchanged."""
+    fresh and whose command line, recorded beside it, is unchanged. stderr_to: a file that keeps the
+    run's stderr (written before the stamp, so a reused run still has it)."""
     cmd = [kvsim] + args
     key = shlex.join(cmd) + "\n"
     stamp = out + ".cmd" if out else None
@@ -106,6 +109,8 @@ def run_kvsim(kvsim, args, out=None, inputs=None):
     if proc.returncode != 0:
         raise Failure("command failed (exit %d): %s\n%s" % (proc.returncode, shlex.join(cmd), proc.stderr.strip()),
                       2 if proc.returncode == 2 else 1)
+    if stderr_to:
+        write_atomic(stderr_to, proc.stderr)
     if stamp:
         write_atomic(stamp, key)
     return proc.stdout
@@ -165,7 +170,7 @@ def synthetic_source(spec):
     return "--preset", spec, spec
 
 
-def replay_json(kvsim, trace, out, opts, needle, reuse):
+def replay_json(kvsim, trace, out, opts, needle, reuse, needle_tokens=None):
     args = ["replay", trace, "--budget-sweep", "--format", "json", "--max-steps", str(opts.max_steps), "-o", out]
     for p in opts.policy or []:
         args += ["--policy", p]
@@ -173,6 +178,8 @@ def replay_json(kvsim, trace, out, opts, needle, reuse):
         args += ["--threads", str(opts.threads)]
     if needle:
         args += ["--needle", needle]
+    if needle_tokens:
+        args += ["--needle-tokens", "%d:%d" % tuple(needle_tokens)]
     run_kvsim(kvsim, args, out, [trace] if reuse else None)
     return load_json(out, "replay JSON")
 
@@ -210,6 +217,42 @@ def prepare_real(opts, kvsim, work):
     return real, info_json(kvsim, real, os.path.join(work, "real-info.json"), bool(opts.workdir))
 
 
+def real_needle_span(opts, kvsim, real, work):
+    """The real trace's needle as a token span [first, end) of its prompt: a one-row replay of full
+    attention with --needle, which finds it with the model's tokenizer."""
+    out = os.path.join(work, "real-needle.json")
+    run_kvsim(kvsim, ["replay", real, "--policy", "full", "--max-steps", "1", "--needle", opts.needle,
+                      "--format", "json", "-o", out], out, [real] if opts.workdir else None)
+    return load_json(out, "replay JSON")["needle"]["tokens"]
+
+
+def span_arg(text):
+    """argparse type of --needle-tokens: "FIRST:END" as [first, end]."""
+    try:
+        first, end = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError("value '%s' is not a token span; allowed: FIRST:END, two integers" % text)
+    if not 0 <= first < end:
+        raise argparse.ArgumentTypeError("value '%s': allowed: 0 <= FIRST < END" % text)
+    return [first, end]
+
+
+def needle_override(span, prompt_tokens):
+    """The generator's needle at the real needle's depth and length (it starts at the first sentence
+    boundary at depth x P, so its first token may differ by a sentence)."""
+    first, end = span
+    return "needles=[{depth: %.6f, length: %d}]" % (first / prompt_tokens, end - first)
+
+
+def generated_needle_span(stderr_text, trace):
+    """`kvsim trace gen` prints "needle 0: tokens FIRST:END" per needle; the first one's span."""
+    for line in stderr_text.splitlines():
+        if "needle 0: tokens " in line:
+            first, end = line.split("needle 0: tokens ", 1)[1].split(":")
+            return [int(first), int(end)]
+    raise Failure("kvsim trace gen wrote %s without a needle span on stderr" % trace, 1)
+
+
 def generate_synthetic(opts, kvsim, work, overrides, spec, index):
     """Writes one synthetic trace at the real trace's shape; returns its record (replayed later)."""
     flag, value, name = synthetic_source(spec)
@@ -219,8 +262,13 @@ def generate_synthetic(opts, kvsim, work, overrides, spec, index):
     for s in overrides + (opts.set or []):
         args += ["--set", s]
     configs = [value] if flag == "--config" else []
-    run_kvsim(kvsim, args + ["-o", trace], trace, configs if opts.workdir else None)
-    return {"name": name, "source": spec, "trace": trace, "base": base}
+    log = base + "-gen.log"
+    run_kvsim(kvsim, args + ["-o", trace], trace, configs if opts.workdir else None, stderr_to=log)
+    record = {"name": name, "source": spec, "trace": trace, "base": base}
+    if any(o.startswith("needles=") for o in overrides):
+        with open(log) as f:
+            record["needle_tokens"] = generated_needle_span(f.read(), trace)
+    return record
 
 
 def collect(opts):
@@ -235,11 +283,19 @@ def collect(opts):
         reuse = bool(opts.workdir)
         real, real_info = prepare_real(opts, kvsim, work)
         overrides = shape_overrides(real_info)
+        if opts.synthetic_needle:
+            if not opts.needle and not opts.needle_tokens:
+                raise Failure("--synthetic-needle needs --needle TEXT or --needle-tokens FIRST:END (the real trace's "
+                              "needle)", 2)
+            span = opts.needle_tokens or real_needle_span(opts, kvsim, real, work)
+            overrides.append(needle_override(span, real_info["prompt_tokens"]))
         synthetics = [generate_synthetic(opts, kvsim, work, overrides, spec, i) for i, spec in enumerate(opts.synthetic)]
-        real_replay = replay_json(kvsim, real, os.path.join(work, "real-replay.json"), opts, opts.needle, reuse)
+        real_replay = replay_json(kvsim, real, os.path.join(work, "real-replay.json"), opts, opts.needle, reuse,
+                                  opts.needle_tokens)
         for s in synthetics:
             s["info"] = info_json(kvsim, s["trace"], s["base"] + "-info.json", reuse)
-            s["replay"] = replay_json(kvsim, s["trace"], s["base"] + "-replay.json", opts, None, reuse)
+            s["replay"] = replay_json(kvsim, s["trace"], s["base"] + "-replay.json", opts, None, reuse,
+                                      s.get("needle_tokens"))
         return build_report(opts, real_info, real_replay, overrides, synthetics)
 
 
@@ -265,7 +321,8 @@ def build_report(opts, real_info, real_replay, overrides, synthetics):
             rows.append(row)
     return {
         "schema": "kvsim.compare_traces/1",
-        "real": {"path": opts.real, "layers": opts.layers, "needle": opts.needle, "trace": real_replay.get("trace"),
+        "real": {"path": opts.real, "layers": opts.layers, "needle": opts.needle,
+                 "needle_tokens": (real_replay.get("needle") or {}).get("tokens"), "trace": real_replay.get("trace"),
                  "profile": profile_row(real_info)},
         "options": {"budgets": opts.budgets, "max_steps": opts.max_steps, "policies": opts.policy or "all",
                     "shape_overrides": overrides, "extra_overrides": opts.set or []},
@@ -329,12 +386,19 @@ def markdown(report, compact=False):
             cell = fmt(real.get(metric))
             if has_needle and metric == "attention_recall" and real.get("needle_recall") is not None:
                 cell += " [%.2f]" % real["needle_recall"]
-            syn = ["%s (%s)" % (fmt((s["values"] or {}).get(metric)), fmt((s["diff"] or {}).get(metric), signed=True))
+            syn = ["%s (%s)%s" % (fmt((s["values"] or {}).get(metric)), fmt((s["diff"] or {}).get(metric), signed=True),
+                                  needle_bracket(s["values"]) if metric == "attention_recall" else "")
                    if s["values"] else "—" for s in row["synthetic"]]
             lines.append("| %s | %d | %s | %s |" % (row["policy"], row["budget"], cell, " | ".join(syn)))
         lines.append("")
     lines += worst_markdown(report, names) + profile_markdown(report)
     return "\n".join(lines) + "\n"
+
+
+def needle_bracket(values):
+    """" [0.42]": a synthetic trace's own needle recall (--synthetic-needle), else nothing."""
+    n = (values or {}).get("needle_recall")
+    return "" if n is None else " [%.2f]" % n
 
 
 def compact_table(report, names, has_needle):
@@ -348,8 +412,8 @@ def compact_table(report, names, has_needle):
         cell = " / ".join(fmt(real.get(m)) for m, _ in METRICS) if row["real"] else "—"
         if has_needle and real.get("needle_recall") is not None:
             cell += " [%.2f]" % real["needle_recall"]
-        syn = [" / ".join(fmt(s["diff"][m], signed=True) for m, _ in METRICS) if s["diff"] else "—"
-               for s in row["synthetic"]]
+        syn = [" / ".join(fmt(s["diff"][m], signed=True) for m, _ in METRICS) + needle_bracket(s["values"])
+               if s["diff"] else "—" for s in row["synthetic"]]
         lines.append("| %s | %d | %s | %s |" % (row["policy"], row["budget"], cell, " | ".join(syn)))
     return lines + [""]
 
@@ -370,7 +434,21 @@ def worst_markdown(report, names):
     for metric, title in METRICS:
         means = [fmt(m) for m in report["mean_abs_diff"][metric]]
         lines.append("| mean abs. Δ %s, all cells | %s |" % (title, " | ".join(means)))
+    needle = needle_gaps(report)
+    if any(g is not None for g in needle):
+        lines.append("| mean abs. Δ needle recall, all cells | %s |" % " | ".join(fmt(g) for g in needle))
     return lines + [""]
+
+
+def needle_gaps(report):
+    """Per synthetic trace: mean |synthetic − real| needle recall over the cells where both have one."""
+    gaps = []
+    for i in range(len(report["synthetic"])):
+        d = [abs(r["synthetic"][i]["values"]["needle_recall"] - r["real"]["needle_recall"]) for r in report["rows"]
+             if r["real"] and r["real"].get("needle_recall") is not None and r["synthetic"][i]["values"]
+             and r["synthetic"][i]["values"].get("needle_recall") is not None]
+        gaps.append(sum(d) / len(d) if d else None)
+    return gaps
 
 
 def profile_markdown(report):
@@ -444,6 +522,12 @@ def parse_args(argv):
     ap.add_argument("--budgets", default="256,512,1024", help="budgets in tokens (default 256,512,1024)")
     ap.add_argument("--max-steps", type=int, default=32, help="decode rows replayed (default 32)")
     ap.add_argument("--needle", help="needle text in the real trace's prompt: adds its needle recall")
+    ap.add_argument("--needle-tokens", type=span_arg,
+                    help="FIRST:END, the real trace's needle as a token span of its prompt (instead of --needle TEXT: "
+                         "a trace without the model's tokenizer)")
+    ap.add_argument("--synthetic-needle", action="store_true",
+                    help="with --needle or --needle-tokens: give every synthetic trace a needle at the real one's depth and length, "
+                         "and report its needle recall too")
     ap.add_argument("--policy", action="append", help="policy to replay (repeatable; default: all with a selector)")
     ap.add_argument("--set", action="append", help="generator KEY=VALUE override for every synthetic trace")
     ap.add_argument("--layers", help="slice the real trace to these model layers first (e.g. 0,6,12,18,24,29)")

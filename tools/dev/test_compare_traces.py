@@ -142,6 +142,58 @@ class CompareTraces(unittest.TestCase):
             self.assertFalse(os.path.exists(out), args)
 
 
+class SyntheticNeedle(unittest.TestCase):
+    """--synthetic-needle: the "real" trace is tiny with a needle (its span given as --needle-tokens); the
+    config that regenerated it, given a needle at that span's depth and length, must land it on the same
+    tokens and match its needle recall exactly; the tiny preset (another seed) gets a needle too."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="test-compare-traces-needle.")
+        d = cls.tmp.name
+        cls.real = os.path.join(d, "real.safetensors")
+        gen = [KVSIM, "trace", "gen", "--preset", "tiny", "-o", cls.real, "--set", "needles=[{depth: 0.45, length: 20}]"]
+        for s in REAL_SETS:
+            gen += ["--set", s]
+        p = subprocess.run(gen, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first, end = p.stderr.split("needle 0: tokens ", 1)[1].split()[0].split(":")
+        cls.span = [int(first), int(end)]
+        cls.same = os.path.join(d, "same.yaml")
+        with open(TINY) as src, open(cls.same, "w") as dst:
+            dst.write("".join(l for l in src if not l.startswith("seed:")) + "seed: 11\n")
+        cls.js = os.path.join(d, "needle.json")
+        cls.md = os.path.join(d, "needle.md")
+        p = run([cls.real, cls.same, "tiny", "--budgets", "64,128", "--max-steps", "4", "--policy", "quest",
+                 "--policy", "streaming", "--needle-tokens", "%d:%d" % tuple(cls.span), "--synthetic-needle",
+                 "--compact", "-o", cls.md, "--json", cls.js])
+        assert p.returncode == 0, p.stderr
+        with open(cls.js) as f:
+            cls.report = json.load(f)
+        with open(cls.md) as f:
+            cls.text = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_the_regenerated_needle_matches_the_real_one(self):
+        self.assertEqual(self.span[1] - self.span[0], 20)
+        self.assertEqual(self.report["real"]["needle_tokens"], self.span)
+        for row in self.report["rows"]:
+            real = row["real"]["needle_recall"]
+            self.assertIsNotNone(real)
+            self.assertEqual(row["synthetic"][0]["values"]["needle_recall"], real, (row["policy"], row["budget"]))
+            self.assertIsNotNone(row["synthetic"][1]["values"]["needle_recall"])
+        self.assertIn("mean abs. Δ needle recall, all cells | 0.000 |", self.text)
+
+    def test_synthetic_needle_needs_a_real_needle(self):
+        out = os.path.join(self.tmp.name, "bad.md")
+        for args in (["--synthetic-needle"], ["--needle-tokens", "9-3"], ["--needle-tokens", "5:5"]):
+            p = run([self.real, "tiny", "--max-steps", "2", "--policy", "quest", "-o", out] + args)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertFalse(os.path.exists(out), args)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: test_compare_traces.py PATH/TO/kvsim")

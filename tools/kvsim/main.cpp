@@ -1,4 +1,4 @@
-// kvsim command line. Subcommands: plan, sweep, serve, capacity, trace, replay, study, reproduce, validate,
+// kvsim command line. Subcommands: plan, sweep, serve, capacity, report, trace, replay, study, reproduce, validate,
 // calibrate, hardware, host, model, policy, bench.
 // Input errors print one line naming file, line, field, value and what is allowed, and exit 2.
 #include <CLI/CLI.hpp>
@@ -20,6 +20,7 @@
 #include "tools/kvsim/calibrate_cmd.hpp"
 #include "tools/kvsim/host_probe.hpp"
 #include "tools/kvsim/replay_cmd.hpp"
+#include "tools/kvsim/report_cmd.hpp"
 #include "tools/kvsim/study_cmd.hpp"
 #include "tools/kvsim/reproduce_cmd.hpp"
 #include "tools/kvsim/serve_cmd.hpp"
@@ -246,6 +247,7 @@ int main(int argc, char** argv) {
   ValidateCommand* validate_cmd = add_validate_command(app);
   CalibrateCommand* calibrate_cmd = add_calibrate_command(app);
   ServeCommands* serve_cmds = add_serve_commands(app);
+  ReportCommand* report_cmd = add_report_command(app);
 
   LibraryCommands lib;
   add_library_commands(app, lib);
@@ -271,6 +273,7 @@ int main(int argc, char** argv) {
     if (const int rc = run_validate_command(*validate_cmd, argc, argv); rc >= 0) return rc;
     if (const int rc = run_calibrate_command(*calibrate_cmd, argc, argv); rc >= 0) return rc;
     if (const int rc = run_serve_commands(*serve_cmds); rc >= 0) return rc;
+    if (const int rc = run_report_command(*report_cmd); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (lib.probe->parsed()) {
       std::printf("%s", probe_host_yaml(lib.probe_name, lib.probe_seconds).c_str());

@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <memory>
+#include <utility>
 
 #include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "tools/kvsim/progress.hpp"
 #include "replay/session.hpp"
 
@@ -11,7 +13,7 @@ namespace kvsim {
 
 struct ReplayCommand {
   CLI::App* cmd = nullptr;
-  std::string trace, scenario, format = "table", out, timeline, model_in_the_loop, needle, answer, device = "cpu", kernels = "optimized";
+  std::string trace, scenario, format = "table", out, timeline, model_in_the_loop, needle, needle_tokens, answer, device = "cpu", kernels = "optimized";
   std::vector<std::string> policies, sets;
   bool budget_sweep = false;
   int64_t max_steps = 0;
@@ -49,6 +51,9 @@ ReplayCommand* add_replay_command(CLI::App& app) {
   c.cmd->add_option("--needle", c.needle,
                     "text of a needle in the trace's prompt: report each policy's needle recall, the share of the "
                     "needle's tokens it attends");
+  c.cmd->add_option("--needle-tokens", c.needle_tokens,
+                    "FIRST:END, a needle as a token span of the prompt (no tokenizer needed: a synthetic trace's "
+                    "needle, whose span `kvsim trace gen` prints); reports needle recall like --needle");
   c.cmd->add_option("--answer", c.answer,
                     "text the trace's generation contains (the needle's answer); with --model-in-the-loop, report "
                     "whether greedy decoding with the policy still produces it");
@@ -61,6 +66,18 @@ ReplayCommand* add_replay_command(CLI::App& app) {
                     "selections, outputs equal to float rounding)");
   return &c;
 }
+
+namespace {
+// "FIRST:END" as two integers; the replay checks them against the prompt.
+std::pair<int64_t, int64_t> parse_needle_span(const std::string& text) {
+  long long a = 0, b = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%lld:%lld%c", &a, &b, &tail) != 2)
+    throw_input_error("command line", 0, "--needle-tokens",
+                      "value '" + text + "' is not a token span; allowed: FIRST:END, two integers (e.g. 1024:1036)");
+  return {a, b};
+}
+}  // namespace
 
 int run_replay_command(ReplayCommand& c) {
   if (!c.cmd->parsed()) return -1;
@@ -77,6 +94,7 @@ int run_replay_command(ReplayCommand& c) {
   q.block_rows = c.block_rows;
   q.model_in_the_loop = c.model_in_the_loop;
   q.needle = c.needle;
+  if (!c.needle_tokens.empty()) q.needle_span = parse_needle_span(c.needle_tokens);
   q.answer = c.answer;
   q.device = c.device;
   q.kernels = c.kernels;

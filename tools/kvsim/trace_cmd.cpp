@@ -20,6 +20,9 @@
 #include "traces/format/trace_file.hpp"
 #include "traces/llm/capture.hpp"
 #include "traces/llm/model_path.hpp"
+#include "traces/llm/gguf.hpp"
+#include "traces/llm/text_span.hpp"
+#include "traces/llm/tokenizer.hpp"
 
 namespace kvsim {
 
@@ -50,6 +53,7 @@ struct TraceCommands {
   std::vector<std::string> fit_paths;
   int fit_groups = 3;
   uint64_t fit_seed = 1;
+  std::string fit_needle, fit_needle_tokens;
 };
 
 namespace {
@@ -176,6 +180,10 @@ int run_gen(TraceCommands& c, const std::string& cmdline) {
   cfg.command = cmdline;
   const SyntheticTrace trace(cfg);
   write_with_progress(c.out, trace, parse_out_dtype(c.dtype, trace.storage_dtype()));
+  // Each needle's token span, for `kvsim replay --needle-tokens` (a synthetic trace has no tokenizer text).
+  for (size_t i = 0; i < trace.needle_spans().size(); ++i)
+    std::fprintf(stderr, "kvsim: needle %zu: tokens %lld:%lld\n", i, (long long)trace.needle_spans()[i].first,
+                 (long long)trace.needle_spans()[i].second);
   return 0;
 }
 
@@ -274,6 +282,41 @@ int run_slice(TraceCommands& c, const std::string& cmdline) {
   return 0;
 }
 
+// --needle TEXT (found with the model's tokenizer) or --needle-tokens FIRST:END in the longest trace;
+// {0, 0} without either.
+std::pair<int64_t, int64_t> fit_needle_span(const TraceCommands& c, const std::vector<std::unique_ptr<TraceFile>>& files,
+                                            const std::vector<const TraceSource*>& sources) {
+  if (c.fit_needle.empty() && c.fit_needle_tokens.empty()) return {0, 0};
+  if (!c.fit_needle.empty() && !c.fit_needle_tokens.empty())
+    throw_input_error("command line", 0, "--needle-tokens", "give either --needle TEXT or --needle-tokens, not both");
+  size_t longest = 0;
+  for (size_t i = 1; i < sources.size(); ++i)
+    if (sources[i]->tokens_count() > sources[longest]->tokens_count()) longest = i;
+  const TraceSource& t = *sources[longest];
+  if (!c.fit_needle_tokens.empty()) {
+    long long a = 0, b = 0;
+    char tail = 0;
+    if (std::sscanf(c.fit_needle_tokens.c_str(), "%lld:%lld%c", &a, &b, &tail) != 2)
+      throw_input_error("command line", 0, "--needle-tokens",
+                        "value '" + c.fit_needle_tokens + "' is not a token span; allowed: FIRST:END, two integers");
+    const int64_t P = t.meta().prompt_tokens;
+    if (a < 0 || b <= a || b > P)  // checked before the fit spends its minute
+      throw_input_error(files[longest]->path(), 0, "--needle-tokens",
+                        "value '" + c.fit_needle_tokens + "' is not a span of the prompt; allowed: FIRST:END with 0 <= FIRST < END <= " +
+                            std::to_string(P));
+    return {a, b};
+  }
+  const std::string gguf = c.model.empty() ? llm::default_model_path() : c.model;
+  if (std::error_code ec; !std::filesystem::exists(gguf, ec))
+    throw_input_error("command line", 0, "--needle",
+                      "needs the trace's model for its tokenizer: '" + gguf + "' does not exist (give --model FILE.gguf)");
+  const llm::Tokenizer tok{llm::GgufFile(gguf)};
+  const auto span = llm::find_text_tokens(tok, t.tokens().token_ids, c.fit_needle, 0, t.meta().prompt_tokens);
+  if (!span)
+    throw_input_error(files[longest]->path(), 0, "--needle", "text '" + c.fit_needle + "' does not occur in the trace's prompt");
+  return *span;
+}
+
 int run_fit(TraceCommands& c) {
   std::vector<std::unique_ptr<TraceFile>> files;
   std::vector<const TraceSource*> sources;
@@ -285,6 +328,7 @@ int run_fit(TraceCommands& c) {
   FitOptions o;
   o.groups = c.fit_groups;
   o.seed = c.fit_seed;
+  o.needle = fit_needle_span(c, files, sources);
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<TraceFitResult> fits = fit_traces(sources, c.fit_paths, o);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -356,6 +400,12 @@ TraceCommands* add_trace_commands(CLI::App& app) {
   c.fit->add_option("--groups", c.fit_groups, "contiguous layer groups fitted separately")->check(CLI::Range(1, 4096));
   c.fit->add_option("--seed", c.fit_seed, "seed of the simulated traces and of the fitted config")
       ->check(CLI::Range(uint64_t(0), uint64_t(9007199254740992ull)));
+  c.fit->add_option("--needle", c.fit_needle,
+                    "text of a needle in the longest trace's prompt: the fitted config gets a needle at its depth and "
+                    "length, its strength fitted to the real needle's attention share (tokenizer: --model, else the "
+                    "default model)");
+  c.fit->add_option("--needle-tokens", c.fit_needle_tokens, "FIRST:END, the needle as a token span instead of --needle");
+  c.fit->add_option("--model", c.model, "GGUF file whose tokenizer finds --needle (default: the default model)");
   c.fit->add_option("--format", c.format, "residuals printed as")->check(CLI::IsMember({"table", "json"}));
   return &c;
 }

@@ -64,7 +64,7 @@ int64_t tokens_for_mass(const std::vector<float>& p, double target, std::vector<
 
 // Attention statistics of queries against keys 0..p, accumulated.
 struct AttentionAccumulator {
-  double sink = 0, sink_uniform = 0, recent = 0, entropy = 0, entropy_ratio = 0, mass90 = 0;
+  double sink = 0, sink_uniform = 0, recent = 0, entropy = 0, entropy_ratio = 0, mass90 = 0, focus = 0;
   int64_t count = 0;
   std::vector<float> probs, scratch;
 
@@ -87,6 +87,7 @@ struct AttentionAccumulator {
     for (int64_t t = 0; t < n; ++t) probs[size_t(t)] *= inv;
     for (int64_t t = 0; t < std::min<int64_t>(o.sink_tokens, n); ++t) s += probs[size_t(t)];
     for (int64_t t = std::max<int64_t>(0, n - o.recent_tokens); t < n; ++t) r += probs[size_t(t)];
+    for (int64_t t = o.focus.first; t < std::min(o.focus.second, n); ++t) focus += probs[size_t(t)];
     sink += s;
     sink_uniform += double(std::min<int64_t>(o.sink_tokens, n)) / double(n);
     recent += r;
@@ -260,6 +261,7 @@ std::vector<HeadProfile> profile_heads(const TraceSource& trace, const ProfileOp
         h.entropy = acc.entropy / n;
         h.entropy_ratio = acc.entropy_ratio / n;
         h.mass90_fraction = acc.mass90 / n;
+        h.focus_share = acc.focus / n;
       }
       if (trace.has_values()) value_statistics(trace, ls, kv, h);
       out.push_back(std::move(h));

@@ -5,6 +5,7 @@
 // compares real and synthetic traces with it.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "traces/format/trace.hpp"
@@ -17,6 +18,8 @@ struct ProfileOptions {
   int sink_tokens = 4;    // the first tokens counted as attention sinks (StreamingLLM keeps 4)
   int recent_tokens = 64; // the last tokens before a query counted as its recent window
   std::vector<int> distances = {1, 2, 4, 8, 16, 32, 64, 128, 256};  // query-cosine distances (positions)
+  // Tokens [first, second) whose attention mass profile_heads also reports (a needle); {0, 0}: none.
+  std::pair<int64_t, int64_t> focus{0, 0};
 };
 
 struct CosineAtDistance {
@@ -47,6 +50,7 @@ TraceProfile profile_trace(const TraceSource& trace, const ProfileOptions& optio
 struct HeadProfile {
   int layer_slot = 0, kv_slot = 0;
   double sink_share = 0, recent_share = 0, entropy = 0, entropy_ratio = 0, mass90_fraction = 0;
+  double focus_share = 0;      // mean mass on options.focus (0 without one)
   std::vector<double> cosine;  // at options.distances, mean over the group's query heads (0: no pair)
   double value_rms = 0;        // root mean square of the value elements (0 without values)
   double value_cosine = 0;     // mean cosine between the values of adjacent tokens

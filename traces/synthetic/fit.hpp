@@ -18,6 +18,10 @@ struct FitOptions {
   int groups = 3;        // contiguous layer groups (at most the stored layers)
   uint64_t seed = 1;     // seed of every simulated trace, and of the fitted config
   int max_evaluations = 200;  // simulations per descent; a group screens 33 points, then runs two descents
+  // The needle of the longest source as its tokens [first, second) of the prompt; {0, 0}: no needle.
+  // With one, the fitted config gets a needle at that depth and length, and needle_query_strength is
+  // fitted to the real needle's attention share (fit_needle).
+  std::pair<int64_t, int64_t> needle{0, 0};
 };
 
 // One statistic: the real trace's, the fitted generator's, and the relative error.
@@ -66,6 +70,16 @@ TraceFitResult fit_trace(const TraceSource& real, const std::string& name, const
 // (every other knob is the longest fit's at every length), and their results are that rule's configs.
 std::vector<TraceFitResult> fit_traces(const std::vector<const TraceSource*>& real, const std::vector<std::string>& names,
                                        const FitOptions& options);
+
+// The needle statistic: the mean attention share of the decode queries (every stored layer and query
+// head, as the profile samples them) on `span`.
+double needle_share(const TraceSource& trace, std::pair<int64_t, int64_t> span);
+
+// Gives `fit.config` a needle at the real one's depth (span.first / P) and length, and the
+// needle_query_strength (0 .. 50, bisection: the share grows with it) whose generated needle share equals
+// the real trace's; appends the "needle_share" residual. Throws InputError naming `name` for a span
+// outside the prompt.
+void fit_needle(TraceFitResult& fit, const TraceSource& real, const std::string& name, std::pair<int64_t, int64_t> span);
 
 // The fitted config as a YAML file `kvsim trace gen --config` loads, with a `fit:` provenance block
 // (sources, seed, residuals). Deterministic: the same fits give the same bytes.

@@ -71,6 +71,13 @@ std::string fit_yaml(const std::vector<TraceFitResult>& fits, const FitOptions& 
        "\ngenerated_tokens: " + std::to_string(c.generated_tokens) + "\nobs_window: " + std::to_string(c.obs_window) +
        "\nmean_sentence_tokens: " + num(c.mean_sentence_tokens) + "\nrecency_pairs: " + std::to_string(c.recency_pairs) + "\n";
   if (c.recency_decay) s += "recency_decay: true\n";
+  if (!c.sink_topic) s += "sink_topic: false\n";
+  if (!c.needles.empty()) {
+    s += "# The real needle's depth and length; its strength fitted to the real needle's attention share.\n";
+    s += "needles:\n";
+    for (const NeedleSpec& nd : c.needles) s += "  - {depth: " + num(nd.depth) + ", length: " + std::to_string(nd.length) + "}\n";
+    s += "needle_query_strength: " + num(c.needle_query_strength) + "\n";
+  }
   s += "# Per layer group: retrieval_heads is the classified share; value_* are closed-form; the rest searched.\n";
   s += "layer_groups:\n";
   for (const LayerGroup& g : c.layer_groups) s += group_line(g);

@@ -427,7 +427,9 @@ void SyntheticTrace::key_rows(int ls, int hs, int64_t t0, int64_t t1, float* out
       const uint64_t base = uint64_t(t) * uint64_t(d);
       for (int j = 0; j < d; ++j) row[j] = noise * rng::fast_normal(rng::word(kn, base + uint64_t(j)));
       const int tp = topic_[size_t(t)];
-      const float mag = tp < cfg_.topics ? ht.k_topic : ht.k_needle;
+      // A sink without its sentence's topic: else every query on the first sentence's topic adds the
+      // topic boost to the sinks' own, and the sink share jumps with whichever topic the decode is on.
+      const float mag = (t < cfg_.sink_tokens && !cfg_.sink_topic) ? 0.0f : tp < cfg_.topics ? ht.k_topic : ht.k_needle;
       const float* dir = &ht.topic_dir[size_t(tp) * cd];
       for (int e = 0; e < cp; ++e) {
         row[c0 + e] += mag * dir[e];

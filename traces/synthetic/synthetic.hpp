@@ -79,6 +79,9 @@ struct SyntheticConfig {
   double topic_strength = 4;       // logit boost of same-topic tokens for a retrieval head's query
   int sink_tokens = 4;             // the first tokens, which every query can find at any distance
   double sink_strength = 10;       // logit boost of each sink token for a local head's query
+  bool sink_topic = true;          // the sink tokens carry their sentence's topic like every token (as presets
+                                   // always did); false: only the sink, so a query whose topic is the first
+                                   // sentence's does not add its topic boost to the sinks' (kvsim trace fit)
   double recency_strength = 8;     // logit boost of the nearest tokens for a local head's query; falls to
                                    // half at distance recency_window (a Lorentzian window built from RoPE pairs)
   double recency_window = 32;      // tokens: the width of that window

@@ -167,6 +167,7 @@ void read_fields(SyntheticConfig& c, YamlMap& m, bool has_lines) {
   c.topic_strength = m.number("topic_strength", Range::between(0, 50), c.topic_strength);
   c.sink_tokens = int(m.integer("sink_tokens", Range::between(0, 1 << 20), c.sink_tokens));
   c.sink_strength = m.number("sink_strength", Range::between(0, 50), c.sink_strength);
+  c.sink_topic = m.boolean("sink_topic", c.sink_topic);
   c.recency_strength = m.number("recency_strength", Range::between(0, 50), c.recency_strength);
   c.recency_window = m.number("recency_window", Range::between(1, 1e9), c.recency_window);
   c.recency_decay = m.boolean("recency_decay", c.recency_decay);
