@@ -42,22 +42,39 @@ def _library_only(form, catalog):
                 f"value '{v}' is not a library name; allowed: {', '.join(catalog[kind])}")
 
 
-def scenario_of(form, catalog):
-    """The scenario dict the page's controls describe (the YAML a user would write), and the --set list."""
+_OVERRIDES = ("hardware", "host", "model", "calibration", "context", "output", "batch")
+
+
+def request_of(form, catalog):
+    """What the page's controls ask for: (a base scenario dict, the CLI overrides as kvsim.plan's keyword
+    arguments, the policies, the --set list). The overrides go in as keywords, not into the dict, so a bad
+    value gets exactly the message `kvsim plan --OPTION VALUE` prints; dtypes and TP have no CLI option
+    and are scenario fields."""
     _library_only(form, catalog)
-    workload = {"context_tokens": form.get("context") or [131072], "output_tokens": form.get("output", 1024),
-                "batch": form.get("batch", "max")}
+    workload = {"context_tokens": 131072}
     for key in ("weight_dtype", "kv_dtype", "tensor_parallel"):
         if form.get(key) not in (None, ""):
             workload[key] = form[key]
-    s = {"hardware": form.get("hardware") or "h100-sxm", "model": form.get("model") or "llama-3.1-8b",
-         "workload": workload}
-    for kind in ("host", "calibration"):
-        if form.get(kind):
-            s[kind] = form[kind]
+    base = {"hardware": "h100-sxm", "model": "llama-3.1-8b", "workload": workload}
+    kw = {k: form[k] for k in _OVERRIDES if form.get(k) not in (None, "", [])}
     policies = form.get("policies") or [p["name"] for p in catalog["policies"]]
     sets = [f"{p}.{k}={v}" for p, knobs in (form.get("knobs") or {}).items() if p in policies
             for k, v in knobs.items() if v not in (None, "")]
+    return base, kw, policies, sets
+
+
+def scenario_of(form, catalog):
+    """The whole scenario dict (overrides in place) for a sweep or serving run, checked by planning it
+    first, so its errors read as the plan's do."""
+    base, kw, policies, sets = request_of(form, catalog)
+    kvsim.plan(base, policies=policies, set=sets, **kw)
+    s = dict(base, workload=dict(base["workload"]))
+    for k in ("hardware", "host", "model", "calibration"):
+        if k in kw:
+            s[k] = kw[k]
+    for k, field in (("context", "context_tokens"), ("output", "output_tokens"), ("batch", "batch")):
+        if k in kw:
+            s["workload"][field] = kw[k]
     return s, policies, sets
 
 
@@ -173,8 +190,8 @@ def create_app():
     @app.post("/api/plan")
     def plan():
         try:
-            s, policies, sets = scenario_of(form(), catalog)
-            state["plan"] = kvsim.plan(s, policies=policies, set=sets)
+            base, kw, policies, sets = request_of(form(), catalog)
+            state["plan"] = kvsim.plan(base, policies=policies, set=sets, **kw)
         except kvsim.InputError as e:
             return jsonify(_error_json(e)), 400
         return jsonify(state["plan"])

@@ -384,7 +384,7 @@ std::string trace_info(const std::string& path, bool profile) {
 std::string report_page(const std::map<std::string, std::pair<std::string, std::string>>& sources,
                         const std::string& scenario_text, const std::string& scenario_name, const std::string& out) {
   report::ReportInputs in;
-  if (!scenario_text.empty()) in = report::run_scenario(scenario_from(scenario_text, scenario_name, {}, {}));
+  if (!scenario_text.empty()) in = report::run_scenario(scenario_from(scenario_text, scenario_name, Overrides{}));
   const std::map<std::string, std::optional<report::Source>*> slots = {
       {"plan", &in.plan},         {"sweep", &in.sweep},       {"pareto", &in.pareto}, {"serve", &in.serve},
       {"requests", &in.requests}, {"series", &in.series}, {"replay", &in.replay}};
