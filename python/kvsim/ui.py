@@ -51,7 +51,7 @@ def request_of(form, catalog):
     value gets exactly the message `kvsim plan --OPTION VALUE` prints; dtypes and TP have no CLI option
     and are scenario fields."""
     _library_only(form, catalog)
-    workload = {"context_tokens": 131072}
+    workload = {"context_tokens": 131072, "output_tokens": 1024, "batch": "max"}  # scenarios/default.yaml's
     for key in ("weight_dtype", "kv_dtype", "tensor_parallel"):
         if form.get(key) not in (None, ""):
             workload[key] = form[key]
@@ -104,6 +104,9 @@ class Jobs:
             except kvsim.InputError as e:
                 with self._lock:
                     job["error"] = _error_json(e)["error"]
+            except Exception as e:  # a bug, not bad input: shown as such instead of a job that never ends
+                with self._lock:
+                    job["error"] = {"text": f"internal error: {e!r} (please report it)"}
             finally:
                 with self._lock:
                     job["finished"] = True
@@ -122,7 +125,8 @@ def budget_sweep(scenario, policies, sets, advance, shards=8):
     catalog = {p["name"]: p for p in kvsim.catalog()["policies"]}
     axes = []
     for name in policies:
-        knob = next((q for q in catalog[name]["params"] if "budget" in q["name"] or q["name"].startswith("rho_page")),
+        knob = next((q for q in catalog[name]["params"] if q["default"] > 0 and
+                     ("budget" in q["name"] or q["name"] == "rho_page")),
                     None)
         if knob is None:
             continue
@@ -133,6 +137,13 @@ def budget_sweep(scenario, policies, sets, advance, shards=8):
         if knob["integer"]:
             values = sorted({int(round(v)) for v in values if round(v) >= lo})
         axes.append({f"{name}.{knob['name']}": values})
+    # The page's other knob settings are the base scenario's policy parameters (a sweep's policies are names).
+    params = {}
+    for text in sets:
+        name, rest = text.split(".", 1)
+        key, value = rest.split("=", 1)
+        params.setdefault(name, {})[key] = value
+    scenario = dict(scenario, policies=[dict({"name": p}, **params.get(p, {})) for p in policies])
     spec = {"scenario": scenario, "policies": policies, "axes": axes or [{"workload.batch": [1]}]}
     text = json.dumps(spec)
     parts = []
