@@ -150,11 +150,14 @@ def _floor(trace):
 
 
 def target_plan(scenario=None, tpot_ms=None, throughput=None, policies=None, set=None, trace=None, min_recall=None,
-                max_output_error=None, *, hardware=None, host=None, model=None, calibration=None, context=None,
+                max_output_error=None, *, knob=None, exhaustive=None, trace_max_steps=None, trace_memory_limit=None,
+                quality_cache=None, hardware=None, host=None, model=None, calibration=None, context=None,
                 output=None, batch=None):
     s = load_scenario(scenario)
     kw = _keywords(tpot_ms=tpot_ms, throughput=throughput, trace=_floor(trace), min_recall=min_recall,
-                   max_output_error=max_output_error, hardware=hardware, host=host, model=model,
+                   max_output_error=max_output_error, knob=_list(knob) or None, exhaustive=exhaustive,
+                   trace_max_steps=trace_max_steps, trace_memory_limit=trace_memory_limit,
+                   quality_cache=_floor(quality_cache), hardware=hardware, host=host, model=model,
                    calibration=calibration, context=context, output=output, batch=batch)
     return json.loads(_call(_kvsim.target_plan, s.text, s.name, _list(policies), _list(set), kw))
 
@@ -164,7 +167,10 @@ target_plan.__doc__ = """`kvsim plan --target-tpot MS` or `--target-throughput T
     and/or max_output_error, measured by replaying `trace`) the policies' budget knobs are searched;
     without one the budgets stay at the scenario's.
       tpot_ms (> 0) or throughput (> 0, tokens/s per GPU): exactly one
-      trace: a trace path; min_recall: 0 .. 1; max_output_error: >= 0""" + _PLAN_DOC
+      trace: a trace path; min_recall: 0 .. 1; max_output_error: >= 0
+      knob: "POLICY.PARAM=V1,V2,..." strings (searched instead of the policy's default knobs); exhaustive: bool
+      trace_max_steps: >= 0 (0: all); trace_memory_limit: GiB (> 0, default 8); quality_cache: a JSON path""" + \
+    _PLAN_DOC
 
 
 def _sweep_shard(text, name, index, count):
@@ -219,12 +225,14 @@ def _capacity_one(text, name, policy, set, kw):
 
 def capacity(scenario=None, rate=None, slo_ttft_p99=None, slo_tpot_p99=None, policies=None, set=None,
              requests=None, max_gpus=None, tensor_parallel=None, executor="local", trace=None, min_recall=None,
-             max_output_error=None, *, hardware=None, model=None, calibration=None, router=None, preemption=None):
+             max_output_error=None, *, trace_max_steps=None, trace_memory_limit=None, quality_cache=None,
+             hardware=None, model=None, calibration=None, router=None, preemption=None):
     s = load_scenario(scenario, default="serving/default.yaml")
     kw = _keywords(rate=rate, requests=requests, slo_ttft_p99=slo_ttft_p99, slo_tpot_p99=slo_tpot_p99,
                    max_gpus=max_gpus, tensor_parallel=_list(tensor_parallel) or None, trace=_floor(trace),
-                   min_recall=min_recall, max_output_error=max_output_error, hardware=hardware, model=model,
-                   calibration=calibration, router=router, preemption=preemption)
+                   min_recall=min_recall, max_output_error=max_output_error, trace_max_steps=trace_max_steps,
+                   trace_memory_limit=trace_memory_limit, quality_cache=_floor(quality_cache), hardware=hardware,
+                   model=model, calibration=calibration, router=router, preemption=preemption)
     if executor == "local":
         rows = json.loads(_call(_kvsim.capacity, s.text, s.name, _list(policies), _list(set), kw))
     elif executor == "ray":
@@ -248,7 +256,8 @@ capacity.__doc__ = """`kvsim capacity`: per policy the fewest GPUs (replicas x T
     `rate`, as a DataFrame. A quality floor (min_recall, max_output_error on `trace`) searches the budgets
     as target_plan does. executor="ray" searches the policies as parallel Ray tasks (same rows).
       slo_ttft_p99, slo_tpot_p99: seconds (> 0; at least one); max_gpus: 1 .. 4096 (default 64);
-      tensor_parallel: degrees to try (default 1 2 4 8); trace, min_recall, max_output_error: as target_plan""" + \
+      tensor_parallel: degrees to try (default 1 2 4 8); trace, min_recall, max_output_error, trace_max_steps,
+      trace_memory_limit, quality_cache: as target_plan""" + \
     _SERVE_DOC
 
 

@@ -133,7 +133,10 @@ Floor floor_of(YamlMap& m, const char* who, std::string& trace) {
     throw_input_error(who, 0, "trace", "file '" + trace + "' does not exist");
   sweep::TraceSettings ts;
   ts.path = trace;
+  ts.max_steps = m.integer("trace_max_steps", Range::between(0, double(int64_t(1) << 40)), 0);  // --trace-max-steps
+  ts.memory_limit_gib = m.number("trace_memory_limit", Range::positive(), 8);                   // --trace-memory-limit
   f.cache = std::make_unique<sweep::QualityCache>(ts);
+  if (m.has("quality_cache")) f.cache->use_file(m.string("quality_cache"));                     // --quality-cache
   f.fn = sweep::quality_from_trace(*f.cache, "trace");
   return f;
 }
@@ -168,7 +171,6 @@ std::string target_plan(const std::string& text, const std::string& name, const 
   std::string trace;
   const Floor floor = floor_of(m, "kvsim.target_plan", trace);
   const Overrides o = overrides_of(m, kPlanKeys, policies, sets);
-  m.finish();
   const Scenario s = scenario_from(text, name, o);
   sweep::TargetPlanRequest r;
   r.target.kind = tpot_ms > 0 ? sweep::Target::Kind::tpot : sweep::Target::Kind::throughput;
@@ -177,6 +179,13 @@ std::string target_plan(const std::string& text, const std::string& name, const 
   r.target.max_error = floor.max_error;
   if (!trace.empty()) r.quality = &floor.fn;
   r.trace = trace;
+  if (m.has("knob")) {  // --knob POLICY.PARAM=V1,V2,... (repeatable)
+    const YAML::Node n = m.node("knob");
+    for (const YAML::Node& item : n.IsSequence() ? n : YAML::Node(std::vector<YAML::Node>{n}))
+      sweep::add_knob(item.Scalar(), policy_catalog(), r.knobs);
+  }
+  r.exhaustive = m.boolean("exhaustive", false);  // --exhaustive
+  m.finish();
   json out = json::array();
   for (const sweep::TargetPlanEntry& an : sweep::plan_targets(s, r)) out.push_back(target_entry_json(an));
   return out.dump();

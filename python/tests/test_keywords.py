@@ -65,6 +65,21 @@ class KeywordsEqualTheCli(unittest.TestCase):
                 self.assertIn(str(r["batch"]), text)
                 self.assertLessEqual(r["tpot_s"], 0.040)
 
+    def test_a_target_with_knobs_and_a_quality_floor(self):
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, "tiny.safetensors")
+            cli("trace", "gen", "--preset", "tiny", "-o", trace)
+            args = dict(tpot_ms=40, context=8192, policies="quest", knob=["quest.budget_tokens=512,1024,4096"],
+                        trace=trace, min_recall=0.5, trace_max_steps=8)
+            got = kvsim.target_plan(**args)
+            want = json.loads(cli("plan", "--target-tpot", "40", "--context", "8192", "--policy", "quest", "--knob",
+                                  "quest.budget_tokens=512,1024,4096", "--trace", trace, "--min-recall", "0.5",
+                                  "--trace-max-steps", "8", "--format", "json"))["answers"]
+        self.assertEqual([(r["policy"], r["batch"], r["params"]) for r in got],
+                         [(r["policy"], r["batch"], r["params"]) for r in want])
+        self.assertEqual(got[0]["params"]["budget_tokens"], 512)  # the knob's values, not quest's default grid
+        self.assertEqual(got[0]["quality"]["recall"], want[0]["quality"]["recall"])
+
     def test_serve_and_capacity_overrides(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "s.yaml")
@@ -120,6 +135,9 @@ BAD = [
     (kvsim.target_plan, dict(tpot_ms=-1), None),
     (kvsim.target_plan, dict(tpot_ms=30, min_recall=1.5, trace="x"), None),
     (kvsim.target_plan, dict(tpot_ms=30, trace="no/such.safetensors"), None),
+    (kvsim.target_plan, dict(tpot_ms=30, knob=["quest.budget_tokens=abc"]), None),
+    (kvsim.target_plan, dict(tpot_ms=30, knob=["quest.nope=1,2"]), None),
+    (kvsim.target_plan, dict(tpot_ms=30, trace_memory_limit=0), None),
     (kvsim.serve, dict(rate=-1), None),
     (kvsim.serve, dict(requests=0), None),
     (kvsim.serve, dict(router="random"), None),
