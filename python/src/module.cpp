@@ -194,6 +194,10 @@ std::string target_plan(const std::string& text, const std::string& name, const 
 // `kvsim sweep`, or shard `index` of `count`: the results CSV text (rows in point order).
 std::string sweep_run(const std::string& text, const std::string& name, int64_t index, int64_t count, int threads,
                       const std::string& scratch_dir) {
+  const Range thread_range = Range::between(0, 4096);  // the CLI's --threads
+  if (!thread_range.contains(threads))
+    throw_input_error("kvsim.sweep", 0, "threads",
+                      "value " + std::to_string(threads) + " is out of range; allowed: " + thread_range.describe());
   const sweep::SweepSpec spec = sweep::load_sweep(load_yaml_string(text, name), name);
   sweep::RunOptions o;
   o.shard.index = uint64_t(index);

@@ -138,6 +138,8 @@ BAD = [
     (kvsim.target_plan, dict(tpot_ms=30, knob=["quest.budget_tokens=abc"]), None),
     (kvsim.target_plan, dict(tpot_ms=30, knob=["quest.nope=1,2"]), None),
     (kvsim.target_plan, dict(tpot_ms=30, trace_memory_limit=0), None),
+    (kvsim.sweep, dict(threads=-1), None),
+    (kvsim.sweep, dict(executor="dask"), None),
     (kvsim.serve, dict(rate=-1), None),
     (kvsim.serve, dict(requests=0), None),
     (kvsim.serve, dict(router="random"), None),
