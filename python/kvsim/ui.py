@@ -170,8 +170,13 @@ def serving_run(scenario, policies, sets, rate, requests, advance):
     return out
 
 
-def create_app():
-    from flask import Flask, Response, jsonify, request
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def create_app(loopback_only=True):
+    """The Flask app. loopback_only (the default, as when it listens on 127.0.0.1): requests must name a
+    loopback host, so a web page elsewhere cannot reach it through DNS rebinding."""
+    from flask import Flask, Response, abort, jsonify, request
     from plotly.offline import get_plotlyjs
 
     app = Flask("kvsim.ui")
@@ -180,8 +185,15 @@ def create_app():
     state = {"plan": None}
     plotly_js = get_plotlyjs()
 
+    @app.before_request
+    def same_machine():
+        if loopback_only and request.host.rsplit(":", 1)[0] not in _LOOPBACK_NAMES:
+            abort(403)
+
     def form():
-        return request.get_json(force=True, silent=True) or {}
+        # JSON only: another site's page cannot send application/json here without a CORS preflight,
+        # which this server never grants.
+        return request.get_json(silent=True) or {}
 
     @app.get("/")
     def page():
@@ -247,9 +259,10 @@ def main(argv=None):
                     help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 opens it to the network)")
     ap.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     a = ap.parse_args(argv)
-    if a.host not in ("127.0.0.1", "localhost", "::1"):
+    loopback = a.host in ("127.0.0.1", "localhost", "::1")
+    if not loopback:
         print(f"kvsim ui: listening on {a.host}: anyone who can reach this address can run plans here")
-    create_app().run(host=a.host, port=a.port, threaded=True)
+    create_app(loopback_only=loopback).run(host=a.host, port=a.port, threaded=True)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,14 @@ class Server(unittest.TestCase):
         self.assertEqual(e["text"], cli.stderr.strip().removeprefix("kvsim: error: "))
         self.assertEqual((e["field"], e["value"], e["allowed"]), ("workload.output_tokens", "-5", "1 .. 4294967296"))
 
+    def test_only_json_from_this_machine(self):
+        self.assertEqual(self.client.get("/", headers={"Host": "evil.example:8765"}).status_code, 403)
+        self.assertEqual(self.client.get("/", headers={"Host": "localhost:8765"}).status_code, 200)
+        # A form post (what another site's page can send without a preflight) is not a request here.
+        r = self.client.post("/api/plan", data='{"batch": 0}', content_type="text/plain")
+        self.assertEqual(r.status_code, 200)
+        self.assertNotIn("error", r.get_json())  # the body was ignored: the default plan
+
     def test_paths_are_refused(self):
         for kind in ("hardware", "host", "model", "calibration"):
             r = self.post("/api/plan", {kind: os.path.join(SRC, "scenarios", "hardware", "h200.yaml")})
