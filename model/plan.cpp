@@ -312,6 +312,9 @@ std::vector<PlanResult> plan_scenario(const Scenario& s, const Deployment& d, co
         load_calibration_file(resolve(LibraryKind::calibration, "roofline", s.file, 0, "calibration"));
     Deployment bound_d = d;
     bound_d.machine.calibration = &roof;
+    // The host's measured call, region and per-core DRAM costs come with the calibration too
+    // (make_machine): the bound has none, as `--calibration roofline` has none, or it is no bound.
+    bound_d.machine.host_threads = roof.host_threads;
     for (PlanResult& r : results) {
       if (!r.feasible) continue;
       DesignPoint b{&bound_d, r.policy, &r.params, r.context_tokens, r.output_tokens, r.batch};

@@ -48,6 +48,10 @@ const json& need(const json& j, const std::string& key, Shape s, const std::stri
   return v;
 }
 
+std::string text_or(const json& j, const char* key, const std::string& fallback) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+
 void check_plan(const json& plan, const std::string& file) {
   const json& cal = need(plan, "calibration", Shape::object, file, "");
   need(cal, "calibrated", Shape::boolean, file, "calibration");

@@ -13,6 +13,9 @@ enum class Shape { object, array, string, number, number_or_null, boolean };
 const nlohmann::json& need(const nlohmann::json& j, const std::string& key, Shape s, const std::string& file,
                            const std::string& path);
 
+// j[key] when j is an object holding a string there, else `fallback`: for names the page only shows.
+std::string text_or(const nlohmann::json& j, const char* key, const std::string& fallback);
+
 void check_plan(const nlohmann::json& plan, const std::string& file);
 void check_serve(const nlohmann::json& serve, const std::string& file);
 void check_replay(const nlohmann::json& replay, const std::string& file);

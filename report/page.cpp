@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "report/checks.hpp"
 #include "report/page_script.hpp"
 #include "report/tables.hpp"
 
@@ -18,6 +19,7 @@ p.sources { color: #666; margin-top: 0; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.6em 0; }
 th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; } td:nth-child(-n+2) { text-align: left; }
+tr.under td { text-align: left; color: #555; padding-left: 3em; border-top: none; font-size: 0.95em; }
 ul.warnings { font-size: 0.9em; padding-left: 1.2em; }
 details { max-height: 360px; overflow: auto; border: 1px solid #eee; padding: 0.3em 0.6em; }
 li.warning { margin: 0.2em 0; } li.calibration { color: #0b4f8a; } li.extrapolated, li.unmeasured { color: #8a5a00; }
@@ -42,9 +44,9 @@ std::string data_block(const json& data) {
 std::string chart(const std::string& id) { return "<div class=\"chart\" id=\"" + id + "\"></div>\n"; }
 
 std::string plan_section(const json& plan) {
-  std::string t = "<section id=\"plan\"><h2>Plan: " + html_escape(plan.value("model", std::string("?"))) + " on " +
-                  html_escape(plan.value("hardware", std::string("?"))) + " (host " +
-                  html_escape(plan.value("host", std::string("?"))) + "), calibration " +
+  std::string t = "<section id=\"plan\"><h2>Plan: " + html_escape(text_or(plan, "model", "?")) + " on " +
+                  html_escape(text_or(plan, "hardware", "?")) + " (host " +
+                  html_escape(text_or(plan, "host", "?")) + "), calibration " +
                   html_escape(plan["calibration"]["name"].get<std::string>()) + "</h2>\n";
   t += "<div class=\"scroll\">" + plan_table(plan) + "</div>\n";
   for (const char* id : {"chart-tpot", "chart-throughput", "chart-memory-hbm", "chart-memory-dram", "chart-phases"}) t += chart(id);
@@ -81,8 +83,8 @@ std::string serve_section(const json& data) {
 
 std::string replay_section(const json& replay) {
   const json& tr = replay["trace"];
-  std::string t = "<section id=\"replay\"><h2>Replay: " + html_escape(tr.value("path", std::string("?"))) + " (" +
-                  html_escape(tr.value("model", std::string("?"))) + ")</h2>\n";
+  std::string t = "<section id=\"replay\"><h2>Replay: " + html_escape(text_or(tr, "path", "?")) + " (" +
+                  html_escape(text_or(tr, "model", "?")) + ")</h2>\n";
   t += "<div class=\"scroll\">" + replay_table(replay) + "</div>\n" + chart("chart-replay");
   return t + "</section>\n";
 }

@@ -9,6 +9,7 @@ const char* const kPageScript = R"JS(
   var data = JSON.parse(document.getElementById('kvsim-data').textContent);
   var config = {responsive: true, displaylogo: false};
   var GiB = 1024 * 1024 * 1024;
+  var palette = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
 
   function plot(id, traces, layout) {
     var el = document.getElementById(id);
@@ -55,9 +56,24 @@ const char* const kPageScript = R"JS(
               bound: r.bound ? r.bound.tpot_ms : null};
     });
     var groups = groupBy(rows, function (r) { return r.policy; });
-    plot('chart-tpot', linesOverContext(groups, function (r) { return r.tpot; }),
-         {title: 'TPOT against context (calibrated estimate)', xaxis: {title: 'context tokens', type: 'log'},
-          yaxis: {title: 'TPOT ms', type: 'log'}});
+    // The estimate per policy, and beside it (dotted, same legend entry) the roofline bound where the
+    // calibration in force is not the roofline itself.
+    var tpot = linesOverContext(groups, function (r) { return r.tpot; });
+    var bounds = linesOverContext(groups, function (r) { return r.bound; });
+    tpot.forEach(function (t, i) {
+      var color = palette[i % palette.length];
+      t.legendgroup = t.name;
+      t.line = {color: color};
+      t.marker = {color: color};
+      bounds[i].legendgroup = t.name;
+      bounds[i].name = t.name + ' (roofline bound)';
+      bounds[i].showlegend = false;
+      bounds[i].line = {color: color, dash: 'dot'};
+      bounds[i].marker = {color: color, symbol: 'x'};
+    });
+    plot('chart-tpot', tpot.concat(bounds.filter(function (t) { return t.y.some(isNum); })),
+         {title: 'TPOT against context: calibrated estimate (solid), roofline bound (dotted)',
+          xaxis: {title: 'context tokens', type: 'log'}, yaxis: {title: 'TPOT ms', type: 'log'}});
     plot('chart-throughput', linesOverContext(groups, function (r) { return r.xput; }),
          {title: 'Throughput against context', xaxis: {title: 'context tokens', type: 'log'},
           yaxis: {title: 'tokens/s per GPU', type: 'log'}});
@@ -174,11 +190,10 @@ const char* const kPageScript = R"JS(
     var traces = [];
     var shapes = [];
     var top = 0;
-    var colors = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
     serve.policies.forEach(function (p, i) {
       var v = reqs.filter(function (r) { return r.policy === p.policy && isNum(r[metric]); })
                   .map(function (r) { return r[metric] * 1e3; }).sort(function (a, b) { return a - b; });
-      var color = colors[i % colors.length];
+      var color = palette[i % palette.length];
       traces.push({name: p.policy, type: fastType(v.length), mode: 'lines', line: {color: color, shape: 'hv'},
                    x: v, y: v.map(function (_, k) { return (k + 1) / v.length; })});
       [['p50', 'dot'], ['p99', 'dash']].forEach(function (q) {

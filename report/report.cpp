@@ -29,6 +29,14 @@ void run_serving_block(const Scenario& s, const Deployment& d, ReportInputs& out
   const std::vector<serve::Request> requests = serve::make_requests(spec.workload, s.model.max_context);
   std::vector<serve::ServeResult> results;
   for (const PolicyChoice& pc : s.policies) results.push_back(serve::run_serving(d, *pc.policy, pc.params, spec, requests, true));
+  // Entries of the same policy (with different parameters) are told apart by their entry index, as
+  // `kvsim serve` labels them.
+  for (size_t a = 0; a < results.size(); ++a)
+    for (size_t b = 0; b < results.size(); ++b)
+      if (a != b && results[a].label == std::string(s.policies[b].policy->name())) {
+        results[a].label += "#" + std::to_string(a);
+        break;
+      }
   json j = {{"scenario", s.file}, {"requests", requests.size()}, {"policies", json::array()}};
   for (const serve::ServeResult& r : results) j["policies"].push_back(serve::summary_json(r, spec));
   out.serve = Source{s.file + " (serve)", j.dump(2) + "\n"};

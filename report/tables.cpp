@@ -44,25 +44,66 @@ const json& field(const json& j, const char* k) {
   return j.is_object() && j.contains(k) ? j[k] : null;
 }
 
-// One table: a header row and rows of cells (already text; escaped here).
+// One table: a header row and rows of cells (already text; escaped here), each row optionally followed
+// by lines that span the table (the CLI's indented lines under a policy's row).
 std::string table(const std::string& cls, const std::vector<std::string>& head,
-                  const std::vector<std::vector<std::string>>& rows) {
+                  const std::vector<std::vector<std::string>>& rows,
+                  const std::vector<std::vector<std::string>>& under = {}) {
   std::string t = "<table class=\"" + cls + "\"><thead><tr>";
   for (const std::string& h : head) t += "<th>" + html_escape(h) + "</th>";
   t += "</tr></thead><tbody>\n";
-  for (const auto& r : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
     t += "<tr>";
-    for (const std::string& c : r) t += "<td>" + html_escape(c) + "</td>";
+    for (const std::string& c : rows[i]) t += "<td>" + html_escape(c) + "</td>";
     t += "</tr>\n";
+    if (i < under.size())
+      for (const std::string& line : under[i])
+        t += "<tr class=\"under\"><td colspan=\"" + std::to_string(head.size()) + "\">" + html_escape(line) + "</td></tr>\n";
   }
   return t + "</tbody></table>\n";
+}
+
+// The CLI's lines under a plan result: why it is infeasible, its figures at full KV's batch, its index
+// in HBM, the overlap of a simulated step, and the estimate against the roofline bound.
+std::vector<std::string> plan_lines(const json& r, const json& plan) {
+  std::vector<std::string> lines;
+  if (!r["feasible"].get<bool>()) lines.push_back("infeasible: " + text(field(r, "reason")));
+  const json& a = field(r, "at_full_batch");
+  if (a.is_object() && field(a, "batch") != r["batch"]) {
+    const std::string tp = num(field(field(plan, "workload"), "tensor_parallel"), "%.0f");
+    if (field(a, "feasible") == true)
+      lines.push_back("at full KV's batch " + num(field(a, "batch"), "%.0f") + " (TP " + tp + "): TPOT " +
+                      num(field(a, "tpot_ms"), "%.3f") + " ms, " + num(field(a, "throughput_tok_s"), "%.1f") + " tok/s/GPU, " +
+                      num(field(a, "throughput_vs_full"), "%.2fx") + " full's throughput (at its own batch " +
+                      num(r["batch"], "%.0f") + ": " + num(field(field(r, "vs_full"), "throughput"), "%.2fx") + ")");
+    else
+      lines.push_back("at full KV's batch " + num(field(a, "batch"), "%.0f") + " (TP " + tp + "): infeasible: " +
+                      text(field(a, "reason")));
+  }
+  const json& m = r["memory"];
+  if (field(m, "index_hbm_bytes_per_seq_layer").is_number() && m["index_hbm_bytes_per_seq_layer"].get<double>() > 0)
+    lines.push_back("index in HBM: " + num(m["index_hbm_bytes_per_seq_layer"], "%.2f", 1 / (1024.0 * 1024.0)) +
+                    " MiB per sequence per layer, " + num(field(m, "index_hbm_bytes"), "%.2f", 1 / kGiB) + " GiB at batch " +
+                    num(r["batch"], "%.0f") + " over all layers");
+  const json& serial = field(r, "decode_serial_ms");
+  if (field(r, "simulated") == true && serial.is_number() && serial.get<double>() > 0 && r["tpot_ms"].is_number())
+    lines.push_back("simulated step " + num(r["tpot_ms"], "%.3f") + " ms; phases alone sum to " + num(serial, "%.3f") +
+                    " ms (overlap hides " +
+                    num(json(std::max(0.0, 100 * (1 - r["tpot_ms"].get<double>() / serial.get<double>()))), "%.0f") + "%)");
+  const json& bound = field(r, "bound");
+  if (field(bound, "tpot_ms").is_number() && r["tpot_ms"].is_number() && bound["tpot_ms"].get<double>() > 0)
+    lines.push_back("roofline bound: TPOT " + num(bound["tpot_ms"], "%.3f") + " ms, TTFT " + num(field(bound, "ttft_ms"), "%.1f") +
+                    " ms, " + num(field(bound, "throughput_tok_s"), "%.1f") + " tok/s/GPU (estimate / bound: TPOT " +
+                    num(json(r["tpot_ms"].get<double>() / bound["tpot_ms"].get<double>()), "%.2fx") + ")");
+  return lines;
 }
 
 }  // namespace
 
 std::string plan_table(const json& plan) {
-  std::vector<std::vector<std::string>> rows;
+  std::vector<std::vector<std::string>> rows, under;
   for (const json& r : plan["results"]) {
+    under.push_back(plan_lines(r, plan));
     const json& m = r["memory"];
     const json& vs = field(r, "vs_full");
     const json& bound = field(r, "bound");
@@ -76,7 +117,7 @@ std::string plan_table(const json& plan) {
   }
   return table("plan", {"context", "policy", "batch", "max", "TPOT ms", "TTFT ms", "tok/s/GPU", "xput/full", "KV/full",
                         "HBM GiB", "KV GiB", "bound", "roofline TPOT ms"},
-               rows);
+               rows, under);
 }
 
 std::string serve_table(const json& serve) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "report/checks.hpp"
 
 namespace kvsim::report {
 
@@ -58,9 +59,9 @@ void plan_warnings(const json& plan, json& out) {
     // Unmeasured phases: one line per result, naming each phase and, once, where the constants came from.
     std::vector<std::string> un, texts, from;
     for (const json& u : r["unmeasured_phases"]) {
-      un.push_back(u.value("name", std::string("?")));
+      un.push_back(text_or(u, "name", "?"));
       texts.push_back(unmeasured_text(u));
-      const std::string f = u.value("from", std::string());
+      const std::string f = text_or(u, "from", std::string());
       if (!f.empty() && std::find(from.begin(), from.end(), f) == from.end()) from.push_back(f);
     }
     if (!un.empty())
@@ -83,7 +84,7 @@ void serve_warnings(const json& serve, json& out) {
     if (p["overloaded"].get<bool>()) {
       const std::string why = p.contains("overload_reason") && p["overload_reason"].is_string()
                                   ? p["overload_reason"].get<std::string>() : std::string();
-      add(out, "serve", "overloaded", name, nullptr, name + ": overloaded" + (why.empty() ? "" : ": " + why));
+      add(out, "serve", "overloaded", name, nullptr, name + ": " + (why.empty() ? std::string("overloaded") : why));
     }
     if (p["rejected"].get<double>() > 0)
       add(out, "serve", "rejected", name, nullptr,
@@ -94,10 +95,10 @@ void serve_warnings(const json& serve, json& out) {
 void replay_warnings(const json& replay, json& out) {
   const json& sc = replay["scenario"];
   if (sc.contains("note") && sc["note"].is_string())
-    add(out, "replay", "carried", nullptr, sc.value("context_tokens", json()), "replay: " + sc["note"].get<std::string>());
+    add(out, "replay", "carried", nullptr, sc.contains("context_tokens") ? sc["context_tokens"] : json(), "replay: " + sc["note"].get<std::string>());
   add(out, "replay", "calibration", nullptr, nullptr,
       "the replay file does not record its calibration: its simulated columns used the calibration of its scenario (" +
-          sc.value("file", std::string("not named")) + ")");
+          text_or(sc, "file", "not named") + ")");
 }
 
 void sweep_warnings(const json& sweep, json& out) {

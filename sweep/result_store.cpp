@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/durable.hpp"
 #include "core/error.hpp"
 #include "core/csv.hpp"
 
@@ -110,6 +111,11 @@ void ResultFile::append(const std::string& rows) {
     if (n < 0) io_fail(path_, "cannot append to the results file");
     done += size_t(n);
   }
+}
+
+void ResultFile::sync() {
+  sync_file(fd_, path_);
+  sync_parent_directory(path_);
 }
 
 std::string merge_results(const std::vector<std::string>& paths) {

@@ -1,8 +1,11 @@
-// A sweep's results file on disk: CSV, one row per point, appended as points finish. Each append is
-// one write(2) of whole rows, so when it returns the rows are in the kernel's page cache and survive
-// the process being killed (not a power cut: there is no fsync per row). A kill mid-write can leave a
-// partial last line; opening the file cuts it off. Rows are identified by their key (second column),
-// so a rerun skips the points already present.
+// A sweep's results file on disk: CSV, one row per point, appended as points finish (a resumable
+// journal). Each append is one write(2) of whole rows, so when it returns the rows are in the kernel's
+// page cache and survive the process being killed. A kill mid-write can leave a partial last line;
+// opening the file cuts it off. Rows are identified by their key (second column), so a rerun skips the
+// points already present. There is no fsync per row (it would cost a disk flush per point): sync() is
+// called once the sweep has evaluated every point, so a power cut during a sweep can lose the latest
+// rows (the resume recomputes them), never make a finished sweep's file partial.
+// (docs/robustness.md, "Crash safety and durability".)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -33,6 +36,7 @@ class ResultFile {
   bool existing_in_order() const { return in_order_; }  // point numbers strictly increasing
   uint64_t max_existing_point() const { return max_point_; }
   void append(const std::string& rows);
+  void sync();  // fsync the file and its directory (core/durable.hpp)
   const std::string& path() const { return path_; }
 
  private:

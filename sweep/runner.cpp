@@ -224,6 +224,7 @@ RunStats run_sweep(const SweepSpec& spec, const std::string& out_path, const Run
       replay_missing(sw, file, quality, o, st);
     }
     needs_rewrite = evaluate_shard(sw, file, quality, o, st);
+    file.sync();  // the journal durable once evaluated (a stopped run's rows too: its resume reads them)
   }
   if (st.stopped) return st;
   if (needs_rewrite) {

@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/csv.hpp"
+#include "core/error.hpp"
 #include "report/page.hpp"
+#include "report/report_data.hpp"
 #include "report/plotly_js.hpp"
 #include "test_util.hpp"
 
@@ -109,6 +111,18 @@ TEST(Report, PlanPageCarriesThePlanItsTableAndEveryWarning) {
     std::snprintf(tpot, sizeof tpot, "<td>%.3f</td>", r["tpot_ms"].get<double>());
     EXPECT_NE(html.find(tpot), std::string::npos) << tpot;
   }
+  // The lines the CLI prints under a policy's row are under it on the page, word for word.
+  const RunResult table = run_kvsim("plan --context 16384,65536 --policy full --policy quest --policy ctkvr");
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  int lines = 0;
+  std::istringstream in(table.out);
+  for (std::string line; std::getline(in, line);)
+    for (const char* start : {"    at full KV's batch", "    simulated step", "    index in HBM", "    roofline bound:"})
+      if (line.rfind(start, 0) == 0) {
+        ++lines;
+        EXPECT_NE(html.find(">" + line.substr(4) + "<"), std::string::npos) << line;
+      }
+  EXPECT_GE(lines, 8);
   for (const char* id : {"chart-tpot", "chart-throughput", "chart-memory-hbm", "chart-memory-dram", "chart-phases"})
     EXPECT_NE(html.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
 }
@@ -274,6 +288,57 @@ TEST(Report, TextInAnInputCannotCloseTheDataBlock) {
   bool noted = false;
   for (const json& w : d["warnings"]) noted |= w["kind"] == "note" && w["text"].get<std::string>().find(hostile) != std::string::npos;
   EXPECT_TRUE(noted);
+}
+
+}  // namespace
+}  // namespace kvsim
+
+namespace kvsim {
+namespace {
+
+// Every leaf of each JSON input replaced by a value of another type (and every array and object
+// emptied): the page is made, or an InputError says why; nothing else escapes (a type error from the
+// JSON library would be a crash of the CLI).
+void swap_every_leaf(const json& input, report::ReportInputs& in, std::optional<report::Source> report::ReportInputs::*slot) {
+  const json flat = input.flatten();
+  int made = 0, refused = 0;
+  for (auto it = flat.begin(); it != flat.end(); ++it)
+    for (const json& other : {json("text"), json(nullptr), json(1.5), json::array(), json(true)}) {
+      if (other == it.value()) continue;
+      json changed = input;
+      changed[json::json_pointer(it.key())] = other;
+      (in.*slot) = report::Source{"mutated.json", changed.dump()};
+      try {
+        const json d = report::report_data(in);
+        EXPECT_FALSE(report::render_page(d, "").empty());
+        ++made;
+      } catch (const InputError&) {
+        ++refused;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << it.key() << " = " << other.dump() << ": " << e.what();
+        return;
+      }
+    }
+  EXPECT_GT(made, 0);
+  EXPECT_GT(refused, 0);
+}
+
+TEST(Report, EveryFieldOfTheWrongTypeIsAnInputError) {
+  const std::string dir = scratch();
+  run_ok("plan --context 16384 --policy full --policy quest --format json -o " + dir + "plan.json");
+  run_ok("serve --policy full --requests 10 --format json -o " + dir + "s.json");
+  run_ok("trace gen --preset tiny -o " + dir + "t.safetensors");
+  run_ok("replay " + dir + "t.safetensors --policy full --max-steps 2 --threads 1 --format json -o " + dir + "r.json");
+  report::ReportInputs in;
+  json plan = json::parse(read_text(dir + "plan.json"));
+  for (json& r : plan["results"]) r["phases"] = json::array({r["phases"][0]});  // one phase is enough, and faster
+  swap_every_leaf(plan, in, &report::ReportInputs::plan);
+  in = {};
+  swap_every_leaf(json::parse(read_text(dir + "s.json")), in, &report::ReportInputs::serve);
+  in = {};
+  json replay = json::parse(read_text(dir + "r.json"));
+  for (json& p : replay["policies"]) p.erase("per_layer");
+  swap_every_leaf(replay, in, &report::ReportInputs::replay);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ PACKAGES=(
   libdw-dev             # elfutils: the emulator's access checker maps instructions to kernel source lines (and libelf's symbols to __shared__ arrays)
   libgtest-dev          # unit tests
   libgmock-dev
+  librapidcheck-dev     # property tests over random library scenarios (tests/properties/, with its GoogleTest integration)
   libbenchmark-dev      # Google Benchmark (kvsim bench, model throughput)
   libcli11-dev          # command line
   nlohmann-json3-dev    # JSON output

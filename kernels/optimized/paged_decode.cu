@@ -157,20 +157,25 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     const float inv = L > 0.f ? 1.f / L : 0.f;
-    const float lse = L > 0.f ? M + logf(L) : -INFINITY;
     const int64_t row = int64_t(b) * p.num_qo_heads + kvh * GROUP + g;
     float* dst;
-    float* lse_dst;
     if (splits == 1) {
       dst = p.out + row * p.head_dim;
-      lse_dst = p.lse + row;
-    } else {  // a partial state: channels at [row, split, head_dim], lse at [row, split] after all of them
+      if (tx == 0) p.lse[row] = L > 0.f ? M + logf(L) : -INFINITY;
+    } else {  // a partial state: channels at [row, split, head_dim], then its max logit and log-sum at
+              // [row, split] each. Kept apart, not as one lse = M + log L: at |logits| ~ 1e4 that float sum
+              // rounds by up to 5e-4, which the merge's exp(lse_s - max) would turn into a 5e-4 relative
+              // error of the split's weight (NumericEdges.GatherAttentionOfHugeLogitsIsTheClosedForm).
       dst = p.workspace + (row * splits + split) * p.head_dim;
-      lse_dst = p.workspace + int64_t(p.batch) * p.num_qo_heads * splits * p.head_dim + row * splits + split;
+      float* const m_part = p.workspace + int64_t(p.batch) * p.num_qo_heads * splits * p.head_dim;
+      float* const logl_part = m_part + int64_t(p.batch) * p.num_qo_heads * splits;
+      if (tx == 0) {
+        m_part[row * splits + split] = L > 0.f ? M : -INFINITY;
+        logl_part[row * splits + split] = L > 0.f ? logf(L) : -INFINITY;
+      }
     }
     // head_dim % 4 == 0 and 16-byte aligned bases: one float4 store per lane, a row in full sectors.
     *reinterpret_cast<float4*>(dst + tx * kVec) = make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv);
-    if (tx == 0) *lse_dst = lse;
   }
 }
 
@@ -199,18 +204,24 @@ __global__ void __launch_bounds__(kThreads) merge_splits_kernel(PagedDecodeParam
   const int tid = threadIdx.x;
   const int64_t row = blockIdx.x;
   const float* part = p.workspace + row * splits * p.head_dim;
-  const float* lse = p.workspace + int64_t(p.batch) * p.num_qo_heads * splits * p.head_dim + row * splits;
+  const int64_t states = int64_t(p.batch) * p.num_qo_heads * splits;
+  const float* m_part = p.workspace + states * p.head_dim + row * splits;  // each split's max logit
+  const float* logl_part = m_part + states;                                // and log Σ exp(s - max)
   float m = -INFINITY;
-  for (int s = tid; s < splits; s += blockDim.x) m = fmaxf(m, lse[s]);
+  for (int s = tid; s < splits; s += blockDim.x) m = fmaxf(m, m_part[s]);
   const float M = block_reduce(m, true, red);
+  // Split s's weight is exp(lse_s - M) with lse_s - M = (m_s - M) + log l_s: m_s - M is exact for nearby
+  // maxima, and log l_s <= log(tokens), so nothing overflows and nothing rounds at the logits' magnitude.
+  const auto weight = [&](int s) {
+    return M > -INFINITY && m_part[s] > -INFINITY ? expf((m_part[s] - M) + logl_part[s]) : 0.f;
+  };
   float l = 0.f;
-  if (M > -INFINITY)
-    for (int s = tid; s < splits; s += blockDim.x) l += expf(lse[s] - M);
+  for (int s = tid; s < splits; s += blockDim.x) l += weight(s);
   const float L = block_reduce(l, false, red);
   float o = 0.f;
   for (int s0 = 0; s0 < splits; s0 += blockDim.x) {
     const int s = s0 + tid;
-    w_s[tid] = s < splits && L > 0.f && lse[s] > -INFINITY ? expf(lse[s] - M) : 0.f;
+    w_s[tid] = s < splits && L > 0.f ? weight(s) : 0.f;
     __syncthreads();
     const int m_here = splits - s0 < int(blockDim.x) ? splits - s0 : int(blockDim.x);
     if (tid < p.head_dim)
@@ -270,7 +281,7 @@ int paged_decode_splits(const PagedDecodeParams& p) { return plan(p).splits; }
 
 int64_t paged_decode_workspace_floats(const PagedDecodeParams& p) {
   const Plan pl = plan(p);
-  return pl.splits == 1 ? 0 : int64_t(p.batch) * p.num_qo_heads * pl.splits * (p.head_dim + 1);
+  return pl.splits == 1 ? 0 : int64_t(p.batch) * p.num_qo_heads * pl.splits * (p.head_dim + 2);
 }
 
 void paged_decode_attention(const PagedDecodeParams& p) {

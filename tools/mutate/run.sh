@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the cost model, the simulator and the reference kernels (docs/robustness.md,
 # "Mutation testing"). For each mutant in tools/mutate/mutants.txt: apply it, rebuild only what is
-# needed (cmake --build BUILD --target kvsim_tests kvsim), run the test suite (ctest), record
+# needed (cmake --build BUILD --target kvsim_tests kvsim_properties kvsim), run the test suite (ctest), record
 #   killed        the suite failed (or timed out)
 #   survived      the suite passed: no test notices the bug
 #   not compiled  the build failed (reported separately, excluded from the score)
@@ -11,7 +11,10 @@
 #
 # Usage: bash tools/mutate/run.sh [ID ...]       (no ID: every mutant)
 # Environment: BUILD (default build), JOBS (2), MUTANT_TIMEOUT (seconds per test run, 600),
-#              MUTANTS_FILE (tools/mutate/mutants.txt), RESULTS (BUILD/mutation-results.txt).
+#              MUTANTS_FILE (tools/mutate/mutants.txt), RESULTS (BUILD/mutation-results.txt),
+#              BASELINE=0: skip the unmutated suite run (when it is known to pass on this tree),
+#              RESUME=1: keep RESULTS and skip the mutants it already has (a long run stopped and started
+#              again goes on where it was; the score then counts every row of RESULTS).
 # Slow (a rebuild and a full test run per mutant): not part of `make test`.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -88,18 +91,23 @@ open(f, "w", encoding="utf-8").write(t.replace(find, rep, 1))
 PY
 }
 
-build() { $NICE cmake --build "$BUILD" --target kvsim_tests kvsim -j "$JOBS" > "$WORK/build.log" 2>&1; }
+build() { $NICE cmake --build "$BUILD" --target kvsim_tests kvsim_properties kvsim -j "$JOBS" > "$WORK/build.log" 2>&1; }
 
 echo "baseline: building and running the suite unmutated..."
 if ! build; then echo "the unmutated tree does not build:" >&2; tail -20 "$WORK/build.log" >&2; exit 2; fi
-if ! (cd "$BUILD" && $NICE timeout "$TIMEOUT" ctest -j "$JOBS" > "$WORK/test.log" 2>&1); then
+if [ "${BASELINE:-1}" != 0 ] && ! (cd "$BUILD" && $NICE timeout "$TIMEOUT" ctest -j "$JOBS" > "$WORK/test.log" 2>&1); then
   echo "the unmutated suite fails; fix it first:" >&2; grep -E "Failed|\*\*\*" "$WORK/test.log" | head -20 >&2; exit 2
 fi
 
-: > "$RESULTS"
+if [ "${RESUME:-0}" = 1 ] && [ -f "$RESULTS" ]; then
+  echo "resuming: $(wc -l < "$RESULTS") mutant(s) already in $RESULTS"
+else
+  : > "$RESULTS"
+fi
 killed=0; survived=0; nocompile=0; equivalent=0
 declare -a rows
 while IFS=$'\x1f' read -r id file find replace why equiv; do
+  if [ "${RESUME:-0}" = 1 ] && cut -f1 "$RESULTS" | grep -qxF "$id"; then continue; fi
   if [ -n "$equiv" ]; then
     rows+=("$id|equivalent|$file|$equiv"); equivalent=$((equivalent + 1))
     printf '%-32s equivalent\n' "$id"; continue
@@ -132,6 +140,9 @@ for r in "${rows[@]}"; do
   IFS='|' read -r id result file why <<< "$r"
   printf '%-32s %-13s %-34s %s\n' "$id" "$result" "$file" "$why"
 done
+# Counted from RESULTS, so a resumed run's score covers every mutant run so far.
+killed=$(cut -f2 "$RESULTS" | grep -cx killed); survived=$(cut -f2 "$RESULTS" | grep -cx survived)
+nocompile=$(cut -f2 "$RESULTS" | grep -cx "not compiled")
 n=$((killed + survived))
 pct=$(python3 -c "print(f'{100*$killed/$n:.1f}' if $n else 'n/a')")
 echo

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/durable.hpp"
 #include "core/error.hpp"
 
 namespace kvsim {
@@ -437,6 +438,14 @@ void SafetensorsWriter::commit() {
   flush();
   const int fd = fd_;
   fd_ = -1;
+  // The data on disk before the name points at it, and the rename itself durable (core/durable.hpp).
+  try {
+    sync_file(fd, path_);
+  } catch (const InputError&) {
+    ::close(fd);
+    ::unlink(tmp_.c_str());
+    throw;
+  }
   if (::close(fd) != 0) {
     ::unlink(tmp_.c_str());
     throw_input_error(path_, 0, "", std::string("write failed: ") + std::strerror(errno));
@@ -447,6 +456,7 @@ void SafetensorsWriter::commit() {
     throw_input_error(path_, 0, "", std::string("cannot replace file: ") + std::strerror(err));
   }
   committed_ = true;
+  sync_parent_directory(path_);
 }
 
 }  // namespace kvsim

@@ -126,7 +126,9 @@ SafetensorsLayout plan_safetensors(const std::vector<SafetensorsDecl>& tensors,
 // Streams a safetensors file. Usage: declare every tensor and metadata entry, then call
 // write_tensor() once per tensor in declaration order, then commit(). The file is written to
 // `path + ".tmp.<pid>"` and renamed over `path` only by commit(); destroying the writer without
-// commit() removes the temporary file, so a failure never leaves a partial file at `path`.
+// commit() removes the temporary file, so a failure never leaves a partial file at `path`. commit()
+// fsyncs the file before the rename and the directory after it (core/durable.hpp), so a committed
+// trace also survives a power cut.
 class SafetensorsWriter {
  public:
   // Receives the tensor's bytes, in order, in pieces of any size.
