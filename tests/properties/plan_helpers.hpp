@@ -1,5 +1,7 @@
 // Evaluating a generated scenario through the library's own calls (model/plan.hpp), for the properties.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "model/plan.hpp"

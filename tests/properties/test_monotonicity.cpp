@@ -67,8 +67,7 @@ RC_GTEST_PROP(Monotonic, InBatch, ()) {
 // Each budget knob a policy declares (model/budget_knob.hpp: "more budget keeps more tokens and moves
 // more bytes"), one step up its grid at the context, the other parameters as drawn.
 RC_GTEST_PROP(Monotonic, InBudget, ()) {
-  Draw d;
-  const ScenarioSpec spec = *scenarios(d);
+  const ScenarioSpec spec = *scenarios();
   const auto l = loaded(spec);
   const auto& knobs = l->policy().budget_knobs();
   RC_PRE(!knobs.empty());
