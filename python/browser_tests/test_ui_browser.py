@@ -74,7 +74,15 @@ class Browser(unittest.TestCase):
             opts.add_argument(a)
         opts.add_experimental_option("prefs", {"download.default_directory": cls.dir.name,
                                                "download.prompt_for_download": False})
-        cls.driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+        for attempt in (1, 2):  # a Chromium start can fail on a loaded machine (DevToolsActivePort); once more
+            try:
+                cls.driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+                break
+            except Exception as e:  # selenium's WebDriverException, or the driver process not answering
+                if attempt == 2:
+                    cls.server.shutdown()
+                    raise
+                print(f"Chromium did not start ({e!r}); trying once more")
         cls.driver.set_script_timeout(60)
 
     @classmethod
@@ -90,7 +98,10 @@ class Browser(unittest.TestCase):
             if v:
                 return v
             time.sleep(0.1)
-        self.fail(f"timed out waiting for {what}")
+        page = self.js("return [document.body.dataset.state, document.body.dataset.updates,"
+                       " (document.getElementById('status') || {}).textContent,"
+                       " (document.getElementById('error') || {}).textContent]")
+        self.fail(f"timed out waiting for {what}; page state, updates, status, error: {page}")
 
     def js(self, script, *args):
         return self.driver.execute_script(script, *args)
