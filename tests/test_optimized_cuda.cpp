@@ -198,7 +198,7 @@ TEST(OptKernelsCoalescing, EveryLaunchUsesNinetyPercentOfItsSectorBytes) {
     std::shuffle(idx.begin(), idx.end(), std::mt19937(9));
     DeviceBuffer<float> kp(randn(size_t(pages) * ps * Hkv * hd, 10)), vp(randn(size_t(pages) * ps * Hkv * hd, 11));
     DeviceBuffer<float> q(randn(size_t(Hq) * hd, 12)), o{size_t(Hq) * hd}, l{size_t(Hq)};
-    DeviceBuffer<float> ws{size_t(Hq) * 4 * (hd + 1)};
+    DeviceBuffer<float> ws{size_t(Hq) * 4 * (hd + 2)};
     DeviceBuffer<int32_t> ptr(std::vector<int32_t>{0, pages}), didx(idx), last(std::vector<int32_t>{ps});
     PagedDecodeParams p;
     p.q = q.get(), p.k_pages = kp.get(), p.v_pages = vp.get(), p.indptr = ptr.get(), p.indices = didx.get();
