@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all deps model configure build run test bench clean test-asan fuzz python-test gpu-validate
+.PHONY: all deps model configure build run test bench clean test-asan fuzz python-test gpu-validate ui-screenshots
 all: build
 
 deps:
@@ -40,6 +40,11 @@ python-test: build
 	$(BUILD)/venv/bin/pip install -q ".[ray]"
 	cd /tmp && KVSIM_BINARY=$(abspath $(BUILD))/kvsim KVSIM_SOURCE_DIR=$(CURDIR) \
 	  $(abspath $(BUILD))/venv/bin/python -m unittest discover -v -s $(CURDIR)/python/tests
+
+# The UI's browser test, writing its screenshots of the UI and a report into docs/img/ (docs/ui.md).
+ui-screenshots: build
+	PYTHONPATH=$(abspath $(BUILD))/python KVSIM_BINARY=$(abspath $(BUILD))/kvsim KVSIM_SOURCE_DIR=$(CURDIR) \
+	  KVSIM_SCREENSHOT_DIR=$(CURDIR)/docs/img /usr/bin/python3 python/browser_tests/test_ui_browser.py -v
 
 bench: build
 	./$(BUILD)/kvsim bench

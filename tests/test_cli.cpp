@@ -216,3 +216,14 @@ TEST(Cli, TimelineIsAChromeTraceOfTheDecodeStep) {
   EXPECT_TRUE(saw);
   EXPECT_NEAR(end_us / 1e3, plan["results"][0]["tpot_ms"].get<double>(), 1e-6);
 }
+
+// `kvsim ui` hands over to python -m kvsim.ui (docs/ui.md): its --help is the Python program's, which
+// names the address it binds by default. Skips where the Python module was not built.
+TEST(Cli, UiHandsOverToThePythonPlanner) {
+  if (!std::filesystem::exists(std::filesystem::path(KVSIM_BINARY).parent_path() / "python" / "kvsim" / "ui.py"))
+    GTEST_SKIP() << "the Python module is not built";
+  const auto r = test::run_kvsim("ui --help");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("python -m kvsim.ui"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("default 127.0.0.1"), std::string::npos) << r.out;
+}

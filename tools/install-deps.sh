@@ -26,7 +26,11 @@ PACKAGES=(
   python3-dev           # the Python module (python/, docs/python.md): Python's headers
   pybind11-dev          # ... and its C++ bindings
   python3-pandas        # ... whose tabular results are DataFrames (its tests run in make test)
-  python3-plotly        # kvsim report: its plotly.js is inlined in every HTML report (report/plotly_js.hpp)
+  python3-plotly        # kvsim report: its plotly.js is inlined in every HTML report (report/plotly_js.hpp); the UI's charts
+  python3-flask         # python -m kvsim.ui: the local planner's web server (docs/ui.md, "Why Flask")
+  python3-selenium      # the UI's browser test (python/browser_tests, ctest python.ui_browser) drives ...
+  chromium              # ... headless Chromium ...
+  chromium-driver       # ... through chromedriver
 )
 # Optional: `make python-test` (pip install . into a fresh virtual environment, Ray from PyPI).
 if [[ "${KVSIM_WITH_PYTHON_VENV:-0}" == "1" ]]; then PACKAGES+=(python3-venv); fi

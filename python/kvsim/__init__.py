@@ -2,6 +2,7 @@
 
     import kvsim
     kvsim.plan("scenarios/default.yaml")                 # dict, as `kvsim plan --format json`
+    kvsim.plan(hardware="h200", model="qwen2.5-14b", context=[32768, 131072])   # the CLI's overrides
     kvsim.plan_frame({"hardware": "h100-sxm", ...})     # pandas DataFrame, the CSV's columns
     kvsim.sweep("scenarios/sweeps/budgets.yaml", executor="ray")
     kvsim.serve("scenarios/serving/default.yaml")       # {"summary": ..., "requests": DataFrame}
@@ -9,13 +10,14 @@
 
 A scenario (or sweep spec) is a path to a YAML file, a dict with the file's structure, or YAML text.
 Every function calls kvsim's C++ library in this process (the _kvsim extension), with the GIL released.
-Bad input raises kvsim.InputError (a ValueError) with .file, .line, .field, .value, .allowed and
-.message. docs/python.md has the whole API.
+The keyword arguments are the CLI options of the same subcommand (--hardware is hardware=, --slo-ttft-p99
+is slo_ttft_p99=, in seconds), checked by the same C++ code against the same ranges. Bad input raises
+kvsim.InputError (a ValueError) with .file, .line, .field, .value, .allowed and .message.
+docs/python.md has the whole API.
 """
 import io
 import json
 import os
-import re
 
 _here = os.path.dirname(os.path.abspath(__file__))
 # An installed wheel carries the scenario library beside the module; a build tree uses the source's.
@@ -24,21 +26,21 @@ if os.path.isdir(os.path.join(_here, "scenarios")) and not os.environ.get("KVSIM
 
 from . import _kvsim  # noqa: E402
 
-__all__ = ["InputError", "library_dir", "load_scenario", "plan", "plan_frame", "target_plan", "sweep", "serve",
+__all__ = ["InputError", "library_dir", "catalog", "load_scenario", "plan", "plan_frame", "target_plan", "sweep", "serve",
            "capacity", "replay", "reproduce", "trace_info", "report"]
 
 
 class InputError(ValueError):
     """A problem with the input, located: file (or "command line"/a function name), line (0: none),
-    field (the dotted key or option), value and allowed (when the message names them), message."""
+    field (the dotted key or option), value and allowed (None where the message names none; read by the
+    C++ library from the message it formed, core/error_parts.hpp), message."""
 
-    def __init__(self, text, file="", line=0, field="", message=""):
+    def __init__(self, text, file="", line=0, field="", message="", value=None, allowed=None):
         super().__init__(text)
         self.file, self.line, self.field, self.message = file, line, field, message or text
-        m = re.search(r"value '([^']*)'|value (\S+)", self.message)
-        self.value = (m.group(1) if m.group(1) is not None else m.group(2).rstrip(":;,")) if m else None
-        a = self.message.rfind("allowed: ")
-        self.allowed = self.message[a + len("allowed: "):] if a >= 0 else None
+        if value is None and allowed is None:  # raised here in Python: the same reading of the message
+            value, allowed = _kvsim.error_parts(self.message)
+        self.value, self.allowed = value, allowed
 
 
 def _call(fn, *args):
@@ -48,9 +50,24 @@ def _call(fn, *args):
         raise InputError(*e.args) from None
 
 
+def _keywords(**kw):
+    """The keyword arguments given (not None), each as JSON text for the C++ side, which checks them."""
+    def plain(x):  # numpy scalars and the like
+        return x.item() if hasattr(x, "item") else str(x)
+    return {k: json.dumps(list(v) if isinstance(v, tuple) else v, default=plain) for k, v in kw.items()
+            if v is not None}
+
+
 def library_dir():
     """The scenario library (hardware, hosts, models, calibration, scenarios) in use."""
     return _kvsim.library_dir()
+
+
+def catalog():
+    """What the library offers, as a dict: hardware, host, model and calibration names; policies with
+    every parameter (default, range text and numeric min/max, integer, choices, doc); dtypes; the
+    tensor-parallel range. The UI builds its controls from it."""
+    return json.loads(_kvsim.catalog())
 
 
 class Scenario:
@@ -96,32 +113,64 @@ def _list(x):
     return [] if x is None else [x] if isinstance(x, str) else list(x)
 
 
-def plan(scenario=None, policies=None, set=None):
-    """`kvsim plan`: memory, max batch, TTFT, TPOT and throughput per policy, as a dict (the JSON)."""
+_PLAN_DOC = """
+    Keyword arguments (each as `kvsim plan --OPTION`; None keeps the scenario's):
+      hardware, host, model, calibration: a library name (kvsim.catalog()) or a YAML path
+      context: tokens, an int or a list of ints; output: output tokens; batch: an int or "max"
+      policies: policy names (replace the scenario's list); set: "POLICY.PARAM=VALUE" strings"""
+
+
+def plan(scenario=None, policies=None, set=None, *, hardware=None, host=None, model=None, calibration=None,
+         context=None, output=None, batch=None):
     s = load_scenario(scenario)
-    return json.loads(_call(_kvsim.plan, s.text, s.name, _list(policies), _list(set))[0])
+    kw = _keywords(hardware=hardware, host=host, model=model, calibration=calibration, context=context,
+                   output=output, batch=batch)
+    return json.loads(_call(_kvsim.plan, s.text, s.name, _list(policies), _list(set), kw)[0])
 
 
-def plan_frame(scenario=None, policies=None, set=None):
-    """`kvsim plan --format csv` as a DataFrame (the CSV's columns)."""
+plan.__doc__ = """`kvsim plan`: memory, max batch, TTFT, TPOT and throughput per policy, as a dict (the JSON).
+
+    kvsim.plan(hardware="h200", model="qwen2.5-14b", context=[32768, 131072])
+""" + _PLAN_DOC
+
+
+def plan_frame(scenario=None, policies=None, set=None, *, hardware=None, host=None, model=None, calibration=None,
+               context=None, output=None, batch=None):
     s = load_scenario(scenario)
-    return _frame(_call(_kvsim.plan, s.text, s.name, _list(policies), _list(set))[1])
+    kw = _keywords(hardware=hardware, host=host, model=model, calibration=calibration, context=context,
+                   output=output, batch=batch)
+    return _frame(_call(_kvsim.plan, s.text, s.name, _list(policies), _list(set), kw)[1])
 
 
-def _floor(trace, min_recall, max_output_error):
-    return ("" if trace is None else os.fspath(trace), -1.0 if min_recall is None else float(min_recall),
-            -1.0 if max_output_error is None else float(max_output_error))
+plan_frame.__doc__ = "`kvsim plan --format csv` as a DataFrame (the CSV's columns).\n" + _PLAN_DOC
+
+
+def _floor(trace):
+    return None if trace is None else os.fspath(trace)
 
 
 def target_plan(scenario=None, tpot_ms=None, throughput=None, policies=None, set=None, trace=None, min_recall=None,
-                max_output_error=None):
-    """`kvsim plan --target-tpot MS` or `--target-throughput TOK_S`: per policy and context the budget and
-    batch that meet the target best, as a list of dicts. With a quality floor (min_recall and/or
-    max_output_error, measured by replaying `trace`) the policies' budget knobs are searched; without
-    one the budgets stay at the scenario's."""
+                max_output_error=None, *, knob=None, exhaustive=None, trace_max_steps=None, trace_memory_limit=None,
+                quality_cache=None, hardware=None, host=None, model=None, calibration=None, context=None,
+                output=None, batch=None):
     s = load_scenario(scenario)
-    return json.loads(_call(_kvsim.target_plan, s.text, s.name, _list(policies), _list(set), float(tpot_ms or 0),
-                            float(throughput or 0), *_floor(trace, min_recall, max_output_error)))
+    kw = _keywords(tpot_ms=tpot_ms, throughput=throughput, trace=_floor(trace), min_recall=min_recall,
+                   max_output_error=max_output_error, knob=_list(knob) or None, exhaustive=exhaustive,
+                   trace_max_steps=trace_max_steps, trace_memory_limit=trace_memory_limit,
+                   quality_cache=_floor(quality_cache), hardware=hardware, host=host, model=model,
+                   calibration=calibration, context=context, output=output, batch=batch)
+    return json.loads(_call(_kvsim.target_plan, s.text, s.name, _list(policies), _list(set), kw))
+
+
+target_plan.__doc__ = """`kvsim plan --target-tpot MS` or `--target-throughput TOK_S`: per policy and context the
+    budget and batch that meet the target best, as a list of dicts. With a quality floor (min_recall
+    and/or max_output_error, measured by replaying `trace`) the policies' budget knobs are searched;
+    without one the budgets stay at the scenario's.
+      tpot_ms (> 0) or throughput (> 0, tokens/s per GPU): exactly one
+      trace: a trace path; min_recall: 0 .. 1; max_output_error: >= 0
+      knob: "POLICY.PARAM=V1,V2,..." strings (searched instead of the policy's default knobs); exhaustive: bool
+      trace_max_steps: >= 0 (0: all); trace_memory_limit: GiB (> 0, default 8); quality_cache: a JSON path""" + \
+    _PLAN_DOC
 
 
 def _sweep_shard(text, name, index, count):
@@ -150,36 +199,49 @@ def sweep(spec, executor="local", shards=None, threads=0):
     return _frame(_call(_kvsim.sweep_merge, parts, ""))
 
 
-def serve(scenario=None, policies=None, set=None, rate=None, requests=None, replicas=None):
-    """`kvsim serve`: {"summary": the JSON summary (dict), "requests": the per-request CSV (DataFrame)}."""
+_SERVE_DOC = """
+    Keyword arguments (each as the CLI option; None keeps the scenario's serving block):
+      hardware, model, calibration: a library name (kvsim.catalog()) or a YAML path
+      rate: requests/s (> 0); requests: 1 .. 10000000; router: "round_robin" or "least_loaded";
+      preemption: "recompute" or "swap"; policies, set: as for plan"""
+
+
+def serve(scenario=None, policies=None, set=None, rate=None, requests=None, replicas=None, *, hardware=None,
+          model=None, calibration=None, concurrency=None, router=None, preemption=None):
     s = load_scenario(scenario, default="serving/default.yaml")
-    summary, csv = _call(_kvsim.serve, s.text, s.name, _list(policies), _list(set), float(rate or 0),
-                         int(requests or 0), int(replicas or 0))
+    kw = _keywords(rate=rate, requests=requests, replicas=replicas, hardware=hardware, model=model,
+                   calibration=calibration, concurrency=concurrency, router=router, preemption=preemption)
+    summary, csv = _call(_kvsim.serve, s.text, s.name, _list(policies), _list(set), kw)
     return {"summary": json.loads(summary), "requests": _frame(csv)}
 
 
-def _capacity_one(text, name, policy, set, *args):
-    return json.loads(_call(_kvsim.capacity, text, name, [policy], set, *args))
+serve.__doc__ = """`kvsim serve`: {"summary": the JSON summary (dict), "requests": the per-request CSV (DataFrame)}.
+      replicas: >= 1; concurrency: a closed loop of N clients (0: open loop)""" + _SERVE_DOC
+
+
+def _capacity_one(text, name, policy, set, kw):
+    return json.loads(_call(_kvsim.capacity, text, name, [policy], set, kw))
 
 
 def capacity(scenario=None, rate=None, slo_ttft_p99=None, slo_tpot_p99=None, policies=None, set=None,
-             requests=None, max_gpus=64, tensor_parallel=None, executor="local", trace=None, min_recall=None,
-             max_output_error=None):
-    """`kvsim capacity`: per policy the fewest GPUs (replicas x TP) meeting the p99 SLOs (seconds) at
-    `rate`, as a DataFrame. A quality floor (min_recall, max_output_error on `trace`) searches the
-    budgets as target_plan does. executor="ray" searches the policies as parallel Ray tasks (same rows)."""
+             requests=None, max_gpus=None, tensor_parallel=None, executor="local", trace=None, min_recall=None,
+             max_output_error=None, *, trace_max_steps=None, trace_memory_limit=None, quality_cache=None,
+             hardware=None, model=None, calibration=None, router=None, preemption=None):
     s = load_scenario(scenario, default="serving/default.yaml")
-    args = (float(rate or 0), int(requests or 0), float(slo_ttft_p99 or 0), float(slo_tpot_p99 or 0),
-            int(max_gpus), [int(t) for t in _list(tensor_parallel)], *_floor(trace, min_recall, max_output_error))
+    kw = _keywords(rate=rate, requests=requests, slo_ttft_p99=slo_ttft_p99, slo_tpot_p99=slo_tpot_p99,
+                   max_gpus=max_gpus, tensor_parallel=_list(tensor_parallel) or None, trace=_floor(trace),
+                   min_recall=min_recall, max_output_error=max_output_error, trace_max_steps=trace_max_steps,
+                   trace_memory_limit=trace_memory_limit, quality_cache=_floor(quality_cache), hardware=hardware,
+                   model=model, calibration=calibration, router=router, preemption=preemption)
     if executor == "local":
-        rows = json.loads(_call(_kvsim.capacity, s.text, s.name, _list(policies), _list(set), *args))
+        rows = json.loads(_call(_kvsim.capacity, s.text, s.name, _list(policies), _list(set), kw))
     elif executor == "ray":
         import ray
         if not ray.is_initialized():
             ray.init()
         names = _list(policies) or _policies_of(s, set)
         task = ray.remote(_capacity_one)
-        rows = [r for part in ray.get([task.remote(s.text, s.name, p, _list(set), *args) for p in names]) for r in part]
+        rows = [r for part in ray.get([task.remote(s.text, s.name, p, _list(set), kw) for p in names]) for r in part]
     else:
         raise InputError(f"capacity: executor: value '{executor}' is not allowed; allowed: local, ray", "capacity", 0,
                          "executor", f"value '{executor}' is not allowed; allowed: local, ray")
@@ -188,6 +250,15 @@ def capacity(scenario=None, rate=None, slo_ttft_p99=None, slo_tpot_p99=None, pol
         return pandas.DataFrame(rows)
     except ImportError:
         return rows
+
+
+capacity.__doc__ = """`kvsim capacity`: per policy the fewest GPUs (replicas x TP) meeting the p99 SLOs at
+    `rate`, as a DataFrame. A quality floor (min_recall, max_output_error on `trace`) searches the budgets
+    as target_plan does. executor="ray" searches the policies as parallel Ray tasks (same rows).
+      slo_ttft_p99, slo_tpot_p99: seconds (> 0; at least one); max_gpus: 1 .. 4096 (default 64);
+      tensor_parallel: degrees to try (default 1 2 4 8); trace, min_recall, max_output_error, trace_max_steps,
+      trace_memory_limit, quality_cache: as target_plan""" + \
+    _SERVE_DOC
 
 
 def _policies_of(s, set=None):

@@ -17,9 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/error_parts.hpp"
 #include "core/yaml_reader.hpp"
 #include "model/library.hpp"
+#include "model/library_json.hpp"
 #include "model/plan.hpp"
 #include "model/report.hpp"
 #include "model/reproduction.hpp"
@@ -46,27 +49,71 @@ using json = nlohmann::json;
 namespace kvsim {
 namespace {
 
-// A scenario from YAML text (a file's contents, or a dict the Python side dumped as JSON, which is YAML
-// too); `name` is what errors call it (the file's path, or "<dict>").
-Scenario scenario_from(const std::string& text, const std::string& name, const std::vector<std::string>& policies,
+// A function's keyword arguments: name -> the value as YAML (the Python side writes JSON, which is
+// YAML). They are read with the library's YamlMap against the CLI's ranges and choices, so a bad value
+// gets the checks and the message (field, value, allowed) a scenario field or a CLI option gets; a
+// keyword nobody read is an unknown key with the allowed ones listed.
+using Keywords = std::map<std::string, std::string>;
+
+YamlMap keyword_map(const Keywords& kw, const std::string& who) {
+  YAML::Node n(YAML::NodeType::Map);
+  for (const auto& [k, v] : kw) n[k] = load_yaml_string(v, who);
+  return YamlMap(n, who, "", false);
+}
+
+// A library name or path keyword (hardware, host, model, calibration) as the CLI option takes it.
+std::optional<std::string> name_keyword(YamlMap& m, const std::string& key) {
+  if (!m.has(key)) return std::nullopt;
+  return m.string(key);
+}
+
+// The scenario overrides among the keywords (`keys`: the ones the CLI subcommand has), as the CLI sets
+// them: context N or a list (the CLI's N1,N2,...), output, batch N or max.
+Overrides overrides_of(YamlMap& m, const std::vector<std::string>& keys, const std::vector<std::string>& policies,
                        const std::vector<std::string>& sets) {
   Overrides o;
   o.policies = policies;
   o.sets = sets;
+  for (const std::string& k : keys) {
+    if (!m.has(k)) continue;
+    if (k == "hardware") o.hardware = name_keyword(m, k);
+    else if (k == "host") o.host = name_keyword(m, k);
+    else if (k == "model") o.model = name_keyword(m, k);
+    else if (k == "calibration") o.calibration = name_keyword(m, k);
+    else if (k == "context") {
+      const YAML::Node n = m.node(k);
+      std::string text;
+      for (const YAML::Node& item : n.IsSequence() ? n : YAML::Node(std::vector<YAML::Node>{n}))
+        text += (text.empty() ? "" : ", ") + (item.IsScalar() ? item.Scalar() : std::string("(not a scalar)"));
+      o.context = n.IsSequence() ? "[" + text + "]" : text;
+    } else if (k == "output") o.output = m.node(k).Scalar();
+    else if (k == "batch") o.batch = m.node(k).Scalar();
+  }
+  return o;
+}
+
+const std::vector<std::string> kPlanKeys = {"hardware", "host", "model", "calibration", "context", "output", "batch"};
+const std::vector<std::string> kServeKeys = {"hardware", "model", "calibration"};
+
+// A scenario from YAML text (a file's contents, or a dict the Python side dumped as JSON, which is YAML
+// too); `name` is what errors call it (the file's path, or "<dict>").
+Scenario scenario_from(const std::string& text, const std::string& name, const Overrides& o) {
   return load_scenario(load_yaml_string(text, name), name, policy_catalog(), o);
 }
 
 // (JSON, CSV) of `kvsim plan`.
 std::pair<std::string, std::string> plan(const std::string& text, const std::string& name,
-                                         const std::vector<std::string>& policies, const std::vector<std::string>& sets) {
-  const Scenario s = scenario_from(text, name, policies, sets);
+                                         const std::vector<std::string>& policies, const std::vector<std::string>& sets,
+                                         const Keywords& kw) {
+  YamlMap m = keyword_map(kw, "kvsim.plan");
+  const Overrides o = overrides_of(m, kPlanKeys, policies, sets);
+  m.finish();
+  const Scenario s = scenario_from(text, name, o);
   const Deployment d = make_deployment(s);
   const std::vector<PlanResult> r = plan_scenario(s, d, *find_policy("full"));
   return {plan_json(s, r).dump(), plan_csv(s, r)};
 }
 
-// `kvsim plan --target-tpot MS` / `--target-throughput X` without a quality floor: per policy and
-// context the batch with the most throughput at TPOT <= target (or the lowest TPOT at >= throughput).
 // A quality floor's pieces: the target with its floor, and the trace replays behind it (none without a trace).
 struct Floor {
   std::optional<double> min_recall, max_error;
@@ -74,59 +121,83 @@ struct Floor {
   sweep::QualityFn fn;
   bool any() const { return min_recall || max_error; }
 };
-Floor floor_of(const std::string& trace, double min_recall, double max_error, const char* who) {
+// The CLI's --min-recall (0 .. 1), --max-output-error (>= 0) and --trace.
+Floor floor_of(YamlMap& m, const char* who, std::string& trace) {
   Floor f;
-  if (min_recall >= 0) f.min_recall = min_recall;
-  if (max_error >= 0) f.max_error = max_error;
+  if (m.has("min_recall")) f.min_recall = m.number("min_recall", Range::between(0, 1));
+  if (m.has("max_output_error")) f.max_error = m.number("max_output_error", Range::at_least(0));
+  trace = m.has("trace") ? m.string("trace") : "";
   if (f.any() && trace.empty())
     throw_input_error(who, 0, "trace", "a quality floor (min_recall, max_output_error) needs a trace to replay");
   if (!trace.empty() && !std::filesystem::exists(trace))
     throw_input_error(who, 0, "trace", "file '" + trace + "' does not exist");
   sweep::TraceSettings ts;
   ts.path = trace;
+  ts.max_steps = m.integer("trace_max_steps", Range::between(0, double(int64_t(1) << 40)), 0);  // --trace-max-steps
+  ts.memory_limit_gib = m.number("trace_memory_limit", Range::positive(), 8);                   // --trace-memory-limit
   f.cache = std::make_unique<sweep::QualityCache>(ts);
+  if (m.has("quality_cache")) f.cache->use_file(m.string("quality_cache"));                     // --quality-cache
   f.fn = sweep::quality_from_trace(*f.cache, "trace");
   return f;
 }
 
+json target_entry_json(const sweep::TargetPlanEntry& an) {
+  const sweep::TargetAnswer& a = an.answer;
+  json e = {{"policy", std::string(a.policy->name())}, {"context_tokens", an.context}, {"feasible", a.feasible}};
+  if (!a.feasible) {
+    e["failure"] = a.failure;
+    return e;
+  }
+  e["params"] = params_json(*a.policy, a.params);
+  e["batch"] = a.batch;
+  e["tpot_s"] = a.estimate.tpot_s;
+  e["throughput_tok_s"] = a.estimate.throughput_tok_s;
+  e["binding"] = a.binding;
+  if (a.quality)
+    e["quality"] = {{"recall", a.quality->recall},
+                    {"output_error", a.quality->error ? json(*a.quality->error) : json(nullptr)}};
+  return e;
+}
+
+// `kvsim plan --target-tpot MS` / `--target-throughput X`: per policy and context the budget and batch
+// that meet the target best (sweep/target_plan.hpp, the CLI's request), as flat dicts.
 std::string target_plan(const std::string& text, const std::string& name, const std::vector<std::string>& policies,
-                        const std::vector<std::string>& sets, double tpot_ms, double throughput,
-                        const std::string& trace, double min_recall, double max_error) {
+                        const std::vector<std::string>& sets, const Keywords& kw) {
+  YamlMap m = keyword_map(kw, "kvsim.target_plan");
+  const double tpot_ms = m.has("tpot_ms") ? m.number("tpot_ms", Range::positive()) : 0;
+  const double throughput = m.has("throughput") ? m.number("throughput", Range::positive()) : 0;
   if ((tpot_ms > 0) == (throughput > 0))
-    throw_input_error("target_plan", 0, "tpot_ms", "give exactly one of tpot_ms and throughput (both > 0)");
-  const Scenario s = scenario_from(text, name, policies, sets);
-  const Floor floor = floor_of(trace, min_recall, max_error, "target_plan");
-  sweep::TargetPlanRequest r;  // the CLI's request (sweep/target_plan.hpp), its answers as flat dicts
+    throw_input_error("kvsim.target_plan", 0, "tpot_ms", "give exactly one of tpot_ms and throughput (both > 0)");
+  std::string trace;
+  const Floor floor = floor_of(m, "kvsim.target_plan", trace);
+  const Overrides o = overrides_of(m, kPlanKeys, policies, sets);
+  const Scenario s = scenario_from(text, name, o);
+  sweep::TargetPlanRequest r;
   r.target.kind = tpot_ms > 0 ? sweep::Target::Kind::tpot : sweep::Target::Kind::throughput;
   r.target.value = tpot_ms > 0 ? tpot_ms * 1e-3 : throughput;
   r.target.min_recall = floor.min_recall;
   r.target.max_error = floor.max_error;
   if (!trace.empty()) r.quality = &floor.fn;
   r.trace = trace;
-  json out = json::array();
-  for (const sweep::TargetPlanEntry& an : sweep::plan_targets(s, r)) {
-    const sweep::TargetAnswer& a = an.answer;
-    json e = {{"policy", std::string(a.policy->name())}, {"context_tokens", an.context}, {"feasible", a.feasible}};
-    if (a.feasible) {
-      e["params"] = params_json(*a.policy, a.params);
-      e["batch"] = a.batch;
-      e["tpot_s"] = a.estimate.tpot_s;
-      e["throughput_tok_s"] = a.estimate.throughput_tok_s;
-      e["binding"] = a.binding;
-      if (a.quality)
-        e["quality"] = {{"recall", a.quality->recall},
-                        {"output_error", a.quality->error ? json(*a.quality->error) : json(nullptr)}};
-    } else {
-      e["failure"] = a.failure;
-    }
-    out.push_back(e);
+  if (m.has("knob")) {  // --knob POLICY.PARAM=V1,V2,... (repeatable)
+    const YAML::Node n = m.node("knob");
+    for (const YAML::Node& item : n.IsSequence() ? n : YAML::Node(std::vector<YAML::Node>{n}))
+      sweep::add_knob(item.Scalar(), policy_catalog(), r.knobs);
   }
+  r.exhaustive = m.boolean("exhaustive", false);  // --exhaustive
+  m.finish();
+  json out = json::array();
+  for (const sweep::TargetPlanEntry& an : sweep::plan_targets(s, r)) out.push_back(target_entry_json(an));
   return out.dump();
 }
 
 // `kvsim sweep`, or shard `index` of `count`: the results CSV text (rows in point order).
 std::string sweep_run(const std::string& text, const std::string& name, int64_t index, int64_t count, int threads,
                       const std::string& scratch_dir) {
+  const Range thread_range = Range::between(0, 4096);  // the CLI's --threads
+  if (!thread_range.contains(threads))
+    throw_input_error("kvsim.sweep", 0, "threads",
+                      "value " + std::to_string(threads) + " is out of range; allowed: " + thread_range.describe());
   const sweep::SweepSpec spec = sweep::load_sweep(load_yaml_string(text, name), name);
   sweep::RunOptions o;
   o.shard.index = uint64_t(index);
@@ -168,20 +239,27 @@ std::string sweep_merge(const std::vector<std::string>& texts, const std::string
   return merged;
 }
 
-struct ServeArgs {
-  double rate = 0;
-  int64_t requests = 0;
-  int replicas = 0;
-};
-
-serve::ServingSpec serving_of(const Scenario& s, const ServeArgs& a, std::vector<serve::Request>& requests) {
+// The serving options `kvsim serve` and `kvsim capacity` share (--rate, --requests, --router,
+// --preemption), with their ranges, applied to the scenario's serving block as the CLI applies them.
+serve::ServingSpec serving_of(const Scenario& s, YamlMap& m, const char* who, std::vector<serve::Request>& requests) {
   serve::ServingSpec spec = serve::read_serving(s);
-  if (a.rate > 0) spec.workload.arrivals.rate = a.rate;
-  if (a.requests > 0) {
-    spec.workload.requests = a.requests;
+  if (m.has("rate")) {
+    if (spec.workload.arrivals.kind == serve::ArrivalSpec::Kind::trace)
+      throw_input_error(who, 0, "rate", "the scenario's arrivals come from a trace file; use serving.time_scale");
+    spec.workload.arrivals.rate = m.number("rate", Range::positive());
+  }
+  if (m.has("requests")) {
+    spec.workload.requests = m.integer("requests", Range::between(1, 10'000'000));
     spec.workload.duration_s = 0;
   }
-  if (a.replicas > 0) spec.replicas = a.replicas;
+  if (m.has("replicas")) spec.replicas = int(m.integer("replicas", Range::between(1, 1'000'000)));
+  if (m.has("concurrency")) spec.concurrency = m.integer("concurrency", Range::between(0, 10'000'000));
+  if (m.has("router"))
+    spec.router = m.choice("router", {"round_robin", "least_loaded"}) == "least_loaded" ? serve::Router::least_loaded
+                                                                                          : serve::Router::round_robin;
+  if (m.has("preemption"))
+    spec.engine.preemption =
+        m.choice("preemption", {"recompute", "swap"}) == "swap" ? serve::Preemption::swap : serve::Preemption::recompute;
   requests = serve::make_requests(spec.workload, s.model.max_context);
   return spec;
 }
@@ -189,11 +267,12 @@ serve::ServingSpec serving_of(const Scenario& s, const ServeArgs& a, std::vector
 // `kvsim serve`: (summary JSON, per-request CSV).
 std::pair<std::string, std::string> serve_run(const std::string& text, const std::string& name,
                                               const std::vector<std::string>& policies,
-                                              const std::vector<std::string>& sets, double rate, int64_t requests,
-                                              int replicas) {
-  const Scenario s = scenario_from(text, name, policies, sets);
+                                              const std::vector<std::string>& sets, const Keywords& kw) {
+  YamlMap m = keyword_map(kw, "kvsim.serve");
+  const Scenario s = scenario_from(text, name, overrides_of(m, kServeKeys, policies, sets));
   std::vector<serve::Request> reqs;
-  const serve::ServingSpec spec = serving_of(s, {rate, requests, replicas}, reqs);
+  const serve::ServingSpec spec = serving_of(s, m, "kvsim.serve", reqs);
+  m.finish();
   const Deployment d = make_deployment(s);
   std::vector<serve::ServeResult> results;
   json j = {{"scenario", name}, {"requests", reqs.size()}, {"policies", json::array()}};
@@ -204,26 +283,39 @@ std::pair<std::string, std::string> serve_run(const std::string& text, const std
   return {j.dump(), serve::requests_csv(results)};
 }
 
-// `kvsim capacity` (no quality floor): JSON.
-std::string capacity(const std::string& text, const std::string& name, const std::vector<std::string>& policies,
-                     const std::vector<std::string>& sets, double rate, int64_t requests, double slo_ttft_p99_s,
-                     double slo_tpot_p99_s, int max_gpus, const std::vector<int>& tp, const std::string& trace,
-                     double min_recall, double max_error) {
-  if (slo_ttft_p99_s <= 0 && slo_tpot_p99_s <= 0)
-    throw_input_error("capacity", 0, "slo_ttft_p99_s", "give slo_ttft_p99_s and/or slo_tpot_p99_s (seconds, > 0)");
-  const Scenario s = scenario_from(text, name, policies, sets);
-  for (int t : tp)
-    if (!s.model.splits_over(t))
-      throw_input_error("capacity", 0, "tensor_parallel", "value " + std::to_string(t) + " does not split model " +
-                                                              s.model.name + " (query heads, FFN width, KV heads)");
-  std::vector<serve::Request> reqs;
-  const serve::ServingSpec spec = serving_of(s, {rate, requests, 0}, reqs);
+// capacity's search bounds: --slo-ttft-p99 / --slo-tpot-p99 (seconds), --max-gpus (1 .. 4096), --tp.
+serve::CapacityQuery capacity_query(const Scenario& s, YamlMap& m) {
   serve::CapacityQuery q;
-  q.slo_ttft_p99_s = slo_ttft_p99_s;
-  q.slo_tpot_p99_s = slo_tpot_p99_s;
-  q.max_gpus = max_gpus;
-  q.tensor_parallel = tp;
-  const Floor floor = floor_of(trace, min_recall, max_error, "capacity");
+  if (m.has("slo_ttft_p99")) q.slo_ttft_p99_s = m.number("slo_ttft_p99", Range::positive());
+  if (m.has("slo_tpot_p99")) q.slo_tpot_p99_s = m.number("slo_tpot_p99", Range::positive());
+  if (q.slo_ttft_p99_s <= 0 && q.slo_tpot_p99_s <= 0)
+    throw_input_error("kvsim.capacity", 0, "slo_ttft_p99", "give slo_ttft_p99 and/or slo_tpot_p99 (seconds, > 0)");
+  q.max_gpus = int(m.integer("max_gpus", Range::between(1, 4096), 64));
+  if (m.has("tensor_parallel")) {
+    const YAML::Node n = m.node("tensor_parallel");
+    for (const YAML::Node& item : n.IsSequence() ? n : YAML::Node(std::vector<YAML::Node>{n})) {
+      const double t = m.parse_number(item, "tensor_parallel", Range::between(1, 64));
+      if (t != double(int(t)) || !s.model.splits_over(int(t)))
+        throw_input_error("kvsim.capacity", 0, "tensor_parallel",
+                          "value " + item.Scalar() + " does not split model " + s.model.name +
+                              " (query heads, FFN width, KV heads)");
+      q.tensor_parallel.push_back(int(t));
+    }
+  }
+  return q;
+}
+
+// `kvsim capacity`: JSON, one object per policy.
+std::string capacity(const std::string& text, const std::string& name, const std::vector<std::string>& policies,
+                     const std::vector<std::string>& sets, const Keywords& kw) {
+  YamlMap m = keyword_map(kw, "kvsim.capacity");
+  const Scenario s = scenario_from(text, name, overrides_of(m, kServeKeys, policies, sets));
+  serve::CapacityQuery q = capacity_query(s, m);
+  std::vector<serve::Request> reqs;
+  const serve::ServingSpec spec = serving_of(s, m, "kvsim.capacity", reqs);
+  std::string trace;
+  const Floor floor = floor_of(m, "kvsim.capacity", trace);
+  m.finish();
   q.min_recall = floor.min_recall;
   q.max_error = floor.max_error;
   json out = json::array();
@@ -231,6 +323,28 @@ std::string capacity(const std::string& text, const std::string& name, const std
     out.push_back(serve::capacity_json(serve::find_capacity(s, pc, spec, reqs, q, q.has_quality() ? &floor.fn : nullptr),
                                        q.has_quality()));
   return out.dump();
+}
+
+// What the library offers, for a front end that lists it instead of hard-coding it (the UI): the names
+// of every hardware, host, model and calibration file, every policy with its parameters (policy_json,
+// plus each range's bounds as numbers), the dtypes and the tensor-parallel range.
+std::string catalog() {
+  json j = {{"hardware", library_names(LibraryKind::hardware)}, {"host", library_names(LibraryKind::host)},
+            {"model", library_names(LibraryKind::model)}, {"calibration", library_names(LibraryKind::calibration)},
+            {"dtypes", json::array()}, {"tensor_parallel", {{"min", 1}, {"max", 64}}}, {"policies", json::array()}};
+  for (DType t : {DType::fp32, DType::fp16, DType::bf16, DType::fp8}) j["dtypes"].push_back(std::string(to_string(t)));
+  for (const Policy* p : all_policies()) {
+    json pj = policy_json(*p);
+    for (size_t i = 0; i < p->params().size(); ++i) {
+      const ParamSpec& ps = p->params()[i];
+      pj["params"][i]["min"] = ps.range.lo;
+      pj["params"][i]["min_exclusive"] = ps.range.lo_exclusive;
+      pj["params"][i]["max"] = ps.range.hi;
+      pj["params"][i]["choices"] = ps.choices;
+    }
+    j["policies"].push_back(pj);
+  }
+  return j.dump();
 }
 
 // `kvsim replay`: (JSON, CSV).
@@ -283,7 +397,7 @@ std::string trace_info(const std::string& path, bool profile) {
 std::string report_page(const std::map<std::string, std::pair<std::string, std::string>>& sources,
                         const std::string& scenario_text, const std::string& scenario_name, const std::string& out) {
   report::ReportInputs in;
-  if (!scenario_text.empty()) in = report::run_scenario(scenario_from(scenario_text, scenario_name, {}, {}));
+  if (!scenario_text.empty()) in = report::run_scenario(scenario_from(scenario_text, scenario_name, Overrides{}));
   const std::map<std::string, std::optional<report::Source>*> slots = {
       {"plan", &in.plan},         {"sweep", &in.sweep},       {"pareto", &in.pareto}, {"serve", &in.serve},
       {"requests", &in.requests}, {"series", &in.series}, {"replay", &in.replay}};
@@ -308,8 +422,12 @@ PYBIND11_MODULE(_kvsim, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InputError& e) {
-      // (message as printed, file, line, field, message without the location)
-      py::tuple args = py::make_tuple(e.what(), e.file, e.line, e.field, e.message.empty() ? e.what() : e.message);
+      // (message as printed, file, line, field, message without the location, value, allowed); value
+      // and allowed are None where the message names none (core/error_parts.hpp).
+      const ErrorParts parts = error_parts(e);
+      py::tuple args = py::make_tuple(e.what(), e.file, e.line, e.field, e.message.empty() ? e.what() : e.message,
+                                      parts.has_value ? py::object(py::str(parts.value)) : py::object(py::none()),
+                                      parts.has_allowed ? py::object(py::str(parts.allowed)) : py::object(py::none()));
       PyErr_SetObject(input_error.ptr(), args.ptr());
     }
   });
@@ -324,6 +442,12 @@ PYBIND11_MODULE(_kvsim, m) {
   m.def("replay", &replay_run, nogil);
   m.def("reproduce", &reproduce_rows, nogil);
   m.def("trace_info", &trace_info, nogil);
+  m.def("catalog", &catalog, nogil);
+  m.def("error_parts", [](const std::string& message) {
+    const ErrorParts p = error_parts(message);
+    return py::make_tuple(p.has_value ? py::object(py::str(p.value)) : py::object(py::none()),
+                          p.has_allowed ? py::object(py::str(p.allowed)) : py::object(py::none()));
+  });
   m.def("report", &report_page, nogil);
   // For the tests: whether a function registered with the same guard runs holding the GIL (it must not).
   m.def("_gil_held_inside", [] { return PyGILState_Check() != 0; }, nogil);

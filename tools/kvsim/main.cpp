@@ -1,5 +1,5 @@
 // kvsim command line. Subcommands: plan, sweep, serve, capacity, report, trace, replay, study, reproduce, validate,
-// calibrate, hardware, host, model, policy, bench.
+// calibrate, hardware, host, model, policy, bench, ui.
 // Input errors print one line naming file, line, field, value and what is allowed, and exit 2.
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -25,6 +25,7 @@
 #include "tools/kvsim/reproduce_cmd.hpp"
 #include "tools/kvsim/serve_cmd.hpp"
 #include "tools/kvsim/trace_cmd.hpp"
+#include "tools/kvsim/ui_cmd.hpp"
 #include "tools/kvsim/sweep_cmd.hpp"
 #include "tools/kvsim/target_plan_cmd.hpp"
 #include "tools/kvsim/validate_cmd.hpp"
@@ -247,6 +248,7 @@ int main(int argc, char** argv) {
   ValidateCommand* validate_cmd = add_validate_command(app);
   CalibrateCommand* calibrate_cmd = add_calibrate_command(app);
   ServeCommands* serve_cmds = add_serve_commands(app);
+  UiCommand* ui_cmd = add_ui_command(app);
   ReportCommand* report_cmd = add_report_command(app);
 
   LibraryCommands lib;
@@ -273,6 +275,7 @@ int main(int argc, char** argv) {
     if (const int rc = run_validate_command(*validate_cmd, argc, argv); rc >= 0) return rc;
     if (const int rc = run_calibrate_command(*calibrate_cmd, argc, argv); rc >= 0) return rc;
     if (const int rc = run_serve_commands(*serve_cmds); rc >= 0) return rc;
+    if (const int rc = run_ui_command(*ui_cmd); rc >= 0) return rc;
     if (const int rc = run_report_command(*report_cmd); rc >= 0) return rc;
     if (cmd_bench->parsed()) return run_bench(cmd_bench->remaining());
     if (lib.probe->parsed()) {
