@@ -179,6 +179,31 @@ TEST(RefKernelsPaged, MatchesDenseAttentionPerRequestAndHead) {
                std::invalid_argument);
 }
 
+// The output buffer is the kernel's to fill: a caller's stale contents (here NaN) must not leak into it,
+// whether the request attends to pages or to none. (A mechanical mutant that skipped zeroing the
+// accumulator survived every test, whose buffers were all fresh zeros.)
+TEST(RefKernelsPaged, OutputBufferNeedsNoZeroingByTheCaller) {
+  const int ps = 8;
+  const int64_t n = 21;
+  Vec K = randn(n * D, 31), V = randn(n * D, 32), q = randn(D, 33);
+  Vec kp = paginate(K.data(), n, D, ps), vp = paginate(V.data(), n, D, ps);
+  PagedKV kv{kp.data(), vp.data(), num_pages_for(n, ps), ps, 1, D};
+  const auto all = iota_ids(num_pages_for(n, ps));
+  Vec fresh(D, 0.f), stale(D, std::numeric_limits<float>::quiet_NaN());
+  float l1 = 0, l2 = 0;
+  sparse_paged_decode_attention(q.data(), 1, kv, all, last_page_len_for(n, ps), kScale, fresh.data(), &l1);
+  sparse_paged_decode_attention(q.data(), 1, kv, all, last_page_len_for(n, ps), kScale, stale.data(), &l2);
+  for (int c = 0; c < D; ++c) ASSERT_EQ(stale[size_t(c)], fresh[size_t(c)]) << c;
+  EXPECT_EQ(l1, l2);
+  // A request with no pages: out = 0 and lse = -inf, whatever the buffer held.
+  const std::vector<int32_t> indptr = {0, 0}, none = {}, last = {1};
+  Vec out(D, std::numeric_limits<float>::quiet_NaN());
+  float lse = 0;
+  paged_decode_attention(q.data(), 1, kv, PageTable{indptr, none, last}, kScale, out.data(), &lse);
+  for (int c = 0; c < D; ++c) ASSERT_EQ(out[size_t(c)], 0.f) << c;
+  EXPECT_EQ(lse, -std::numeric_limits<float>::infinity());
+}
+
 TEST(RefKernelsPaged, SparsePagedAllPagesIsDenseAndSubsetIsGather) {
   const int ps = 8;
   const int64_t n = 45;  // 6 pages, last holds 5
