@@ -447,6 +447,43 @@ TEST(RefKernelsGather, GatherRunsCopiesEachRunBackToBack) {
   EXPECT_THROW(gather_runs(src.data(), n, w, starts, two, dst.data()), std::invalid_argument);
 }
 
+// Edges of the weighted mean that mechanical mutants found untested: a segment whose weights are all
+// zero falls back to the plain mean (not 0/0), and the kernel writes exactly S x d floats (a canary after
+// the last segment's row stays untouched: an off-by-one column loop overran it unnoticed).
+TEST(RefKernelsPooling, WeightedMeanOfZeroWeightsAndNoWriteBeyondTheLastRow) {
+  const int64_t n = 9;
+  const int d = 4;
+  Vec X = randn(n * d, 40), w = randn(n, 41);
+  for (auto& x : w) x = std::abs(x) + 0.1f;
+  for (int64_t t = 3; t < 6; ++t) w[size_t(t)] = 0.f;  // segment 1 = rows 3..5, all weights zero
+  const std::vector<int32_t> starts = {0, 3, 6};
+  const float canary = 12345.f;
+  Vec out(3 * d + 1, 0.f), plain(3 * d + 1, 0.f);
+  out.back() = plain.back() = canary;
+  segment_weighted_mean(X.data(), w.data(), n, d, starts, out.data());
+  segment_mean(X.data(), n, d, starts, plain.data());
+  for (int c = 0; c < d; ++c) EXPECT_FLOAT_EQ(out[size_t(d + c)], plain[size_t(d + c)]) << c;
+  for (float x : out) EXPECT_TRUE(std::isfinite(x));
+  EXPECT_EQ(out.back(), canary);
+  EXPECT_EQ(plain.back(), canary);
+}
+
+// The sparse path checks last_page_len like the table path does.
+TEST(RefKernelsPaged, SparseLastPageLenOutsideThePageIsRefused) {
+  const int ps = 8;
+  const int64_t n = 20;
+  Vec K = randn(n * D, 42), V = randn(n * D, 43), q = randn(D, 44);
+  Vec kp = paginate(K.data(), n, D, ps), vp = paginate(V.data(), n, D, ps);
+  PagedKV kv{kp.data(), vp.data(), num_pages_for(n, ps), ps, 1, D};
+  const std::vector<int32_t> pages = {0, 2};
+  Vec out(D);
+  float lse = 0;
+  for (int bad : {0, -1, ps + 1})
+    EXPECT_THROW(sparse_paged_decode_attention(q.data(), 1, kv, pages, bad, kScale, out.data(), &lse), std::invalid_argument)
+        << bad;
+  EXPECT_NO_THROW(sparse_paged_decode_attention(q.data(), 1, kv, pages, ps, kScale, out.data(), &lse));
+}
+
 TEST(RefKernelsPooling, SegmentPageWeightedHierarchical) {
   const int64_t n = 11;
   const int d = 3;
