@@ -276,7 +276,8 @@ TEST(RefKernelsScore, GemvGemmDotAndCosine) {
     }
     EXPECT_NEAR(c[i], b > 0 ? dot / std::sqrt(a * b) : 0.0, 1e-6);
   }
-  Vec mx(n), sm(n);
+  // The outputs start stale (NaN): the reductions own them whole (a mutant that left out[0] unset survived).
+  Vec mx(n, std::numeric_limits<float>::quiet_NaN()), sm(n, std::numeric_limits<float>::quiet_NaN());
   reduce_max_rows(S.data(), m, n, mx.data());
   reduce_sum_rows(S.data(), m, n, sm.data());
   for (int64_t i = 0; i < n; ++i) {
