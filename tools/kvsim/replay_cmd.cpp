@@ -2,11 +2,10 @@
 
 #include <cstdio>
 #include <memory>
-#include <utility>
 
 #include "core/atomic_file.hpp"
-#include "core/error.hpp"
 #include "tools/kvsim/progress.hpp"
+#include "tools/kvsim/token_span.hpp"
 #include "replay/session.hpp"
 
 namespace kvsim {
@@ -67,18 +66,6 @@ ReplayCommand* add_replay_command(CLI::App& app) {
   return &c;
 }
 
-namespace {
-// "FIRST:END" as two integers; the replay checks them against the prompt.
-std::pair<int64_t, int64_t> parse_needle_span(const std::string& text) {
-  long long a = 0, b = 0;
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%lld:%lld%c", &a, &b, &tail) != 2)
-    throw_input_error("command line", 0, "--needle-tokens",
-                      "value '" + text + "' is not a token span; allowed: FIRST:END, two integers (e.g. 1024:1036)");
-  return {a, b};
-}
-}  // namespace
-
 int run_replay_command(ReplayCommand& c) {
   if (!c.cmd->parsed()) return -1;
   replay::ReplayRequest q;
@@ -94,7 +81,7 @@ int run_replay_command(ReplayCommand& c) {
   q.block_rows = c.block_rows;
   q.model_in_the_loop = c.model_in_the_loop;
   q.needle = c.needle;
-  if (!c.needle_tokens.empty()) q.needle_span = parse_needle_span(c.needle_tokens);
+  if (!c.needle_tokens.empty()) q.needle_span = parse_token_span(c.needle_tokens, "--needle-tokens");
   q.answer = c.answer;
   q.device = c.device;
   q.kernels = c.kernels;

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "tools/kvsim/progress.hpp"
+#include "tools/kvsim/token_span.hpp"
 #include "traces/format/profile.hpp"
 #include "traces/format/trace_info.hpp"
 #include "traces/format/slice.hpp"
@@ -294,11 +295,7 @@ std::pair<int64_t, int64_t> fit_needle_span(const TraceCommands& c, const std::v
     if (sources[i]->tokens_count() > sources[longest]->tokens_count()) longest = i;
   const TraceSource& t = *sources[longest];
   if (!c.fit_needle_tokens.empty()) {
-    long long a = 0, b = 0;
-    char tail = 0;
-    if (std::sscanf(c.fit_needle_tokens.c_str(), "%lld:%lld%c", &a, &b, &tail) != 2)
-      throw_input_error("command line", 0, "--needle-tokens",
-                        "value '" + c.fit_needle_tokens + "' is not a token span; allowed: FIRST:END, two integers");
+    const auto [a, b] = parse_token_span(c.fit_needle_tokens, "--needle-tokens");
     const int64_t P = t.meta().prompt_tokens;
     if (a < 0 || b <= a || b > P)  // checked before the fit spends its minute
       throw_input_error(files[longest]->path(), 0, "--needle-tokens",
