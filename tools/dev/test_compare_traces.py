@@ -29,20 +29,26 @@ def run(args):
                           stderr=subprocess.PIPE, text=True)
 
 
+def stand_in(d, extra_sets=()):
+    """The stand-in real trace (tiny at REAL_SETS, plus extra_sets) and a config that regenerates it (the
+    preset's text with the real seed). Returns (trace path, config path, trace gen's stderr)."""
+    real = os.path.join(d, "real.safetensors")
+    gen = [KVSIM, "trace", "gen", "--preset", "tiny", "-o", real]
+    for s in REAL_SETS + list(extra_sets):
+        gen += ["--set", s]
+    p = subprocess.run(gen, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    same = os.path.join(d, "same.yaml")
+    with open(TINY) as src, open(same, "w") as dst:
+        dst.write("".join(l for l in src if not l.startswith("seed:")) + "seed: 11\n")
+    return real, same, p.stderr
+
+
 class CompareTraces(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="test-compare-traces.")
         d = cls.tmp.name
-        cls.real = os.path.join(d, "real.safetensors")
-        gen = [KVSIM, "trace", "gen", "--preset", "tiny", "-o", cls.real]
-        for s in REAL_SETS:
-            gen += ["--set", s]
-        subprocess.run(gen, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # A config file that regenerates the real trace: the preset's text with the real seed.
-        cls.same = os.path.join(d, "same.yaml")
-        with open(TINY) as src, open(cls.same, "w") as dst:
-            dst.write("".join(l for l in src if not l.startswith("seed:")) + "seed: 11\n")
+        cls.real, cls.same, _ = stand_in(d)
         cls.md = os.path.join(d, "report.md")
         cls.js = os.path.join(d, "report.json")
         p = run([cls.real, cls.same, "tiny", "--budgets", "64,128,100000", "--max-steps", "4",
@@ -151,16 +157,9 @@ class SyntheticNeedle(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="test-compare-traces-needle.")
         d = cls.tmp.name
-        cls.real = os.path.join(d, "real.safetensors")
-        gen = [KVSIM, "trace", "gen", "--preset", "tiny", "-o", cls.real, "--set", "needles=[{depth: 0.45, length: 20}]"]
-        for s in REAL_SETS:
-            gen += ["--set", s]
-        p = subprocess.run(gen, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        first, end = p.stderr.split("needle 0: tokens ", 1)[1].split()[0].split(":")
+        cls.real, cls.same, log = stand_in(d, ["needles=[{depth: 0.45, length: 20}]"])
+        first, end = log.split("needle 0: tokens ", 1)[1].split()[0].split(":")
         cls.span = [int(first), int(end)]
-        cls.same = os.path.join(d, "same.yaml")
-        with open(TINY) as src, open(cls.same, "w") as dst:
-            dst.write("".join(l for l in src if not l.startswith("seed:")) + "seed: 11\n")
         cls.js = os.path.join(d, "needle.json")
         cls.md = os.path.join(d, "needle.md")
         p = run([cls.real, cls.same, "tiny", "--budgets", "64,128", "--max-steps", "4", "--policy", "quest",
