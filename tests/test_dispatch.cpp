@@ -123,10 +123,11 @@ TEST(DispatchStream, CountsWithoutEagerDispatchAreAnError) {
 // A decode graph of L layers, each a zero-work qkv_proj and one attention phase that moves G seconds
 // of HBM traffic (a share `lead` of it the concatenating KV append ahead of the attention kernel), on
 // a machine whose host spends H seconds issuing each layer, `pre` of them before the layer's sync.
-double graph_step(double H, double G, double lead, bool sync, double pre, int L = 8) {
+double graph_step(double H, double G, double lead, bool sync, double pre, int L = 8, double kernel_latency = 0) {
   static const Calibration roofline;  // every efficiency 1.0
   Machine m;
   m.hbm = 1e12;
+  m.kernel_latency = kernel_latency;
   m.calibration = &roofline;
   m.dispatch_layer_s = H;
   m.sync_per_layer = sync;
@@ -147,9 +148,13 @@ TEST(DispatchSync, APerLayerSyncMakesTheStepHostTimePlusGpuTime) {
   // All of each layer's GPU work before its sync (the lead is the whole phase): the host issues the
   // layer, waits for the GPU to run it, then issues the next. Each layer costs H + G, whichever is larger.
   const double H = 300e-6, G = 200e-6;
+  // Any number of layers: 2 and 3 too, where a per-layer phase repeats as often as a small count could
+  // be mistaken for "once per step".
+  for (int layers : {2, 3, 8}) {
+    EXPECT_NEAR(graph_step(H, G, 1.0, true, H, layers), layers * (H + G), 1e-12) << layers;
+    EXPECT_NEAR(graph_step(G, H, 1.0, true, G, layers), layers * (H + G), 1e-12) << layers;
+  }
   const int L = 8;
-  EXPECT_NEAR(graph_step(H, G, 1.0, true, H, L), L * (H + G), 1e-12);
-  EXPECT_NEAR(graph_step(G, H, 1.0, true, G, L), L * (H + G), 1e-12);
   // Without the sync the host runs ahead: the longer of the two streams, plus the other's first layer
   // (or last) at most.
   const double overlapped = graph_step(H, G, 1.0, false, 0, L);
@@ -157,6 +162,65 @@ TEST(DispatchSync, APerLayerSyncMakesTheStepHostTimePlusGpuTime) {
   EXPECT_GE(overlapped, L * std::max(H, G) - 1e-12);
   // The lead cut alone changes nothing: without a sync the two pieces are the one phase.
   EXPECT_NEAR(graph_step(H, G, 0.5, false, 0, L), graph_step(H, G, 0.0, false, 0, L), 1e-12);
+}
+
+TEST(DecodeGraphShape, WhetherAPhaseRepeatsPerLayerIsPartOfTheLayoutsShape) {
+  // A step laid out again by refilling its nodes (build_decode_graph into a graph of the same Shape)
+  // must not reuse a layout where a phase ran once per step for one where it runs in every layer.
+  static const Calibration roofline;
+  Machine m;
+  m.hbm = 1e12;
+  m.calibration = &roofline;
+  Phase qkv{"qkv_proj", PhaseKind::gemm, Device::gpu, ComputeUnit::tensor, {}};
+  qkv.repeat = 4;
+  Phase sel{"select", PhaseKind::select, Device::gpu, ComputeUnit::simt, {}};
+  sel.work.hbm_bytes = 1e6;
+  sel.repeat = 4;
+  const sim::DecodeGraph per_layer = sim::build_decode_graph({sel}, {qkv}, 4, m);
+  sel.repeat = 1;
+  const sim::DecodeGraph per_step = sim::build_decode_graph({sel}, {qkv}, 4, m);
+  EXPECT_FALSE(per_layer.shape == per_step.shape);
+  ASSERT_EQ(per_layer.shape.phases.size(), 2u);
+  EXPECT_TRUE(per_layer.shape.phases[0].per_layer);
+  EXPECT_FALSE(per_step.shape.phases[0].per_layer);
+}
+
+TEST(DispatchSync, ThePiecesOfACutPhaseTogetherPayItsKernelLatencies) {
+  // The attention phase cut at the layer's sync (lead 0.5): its kernels' latencies and its bytes are
+  // shared out over the lead (the append) and the rest so that the pieces of each layer add up to the
+  // uncut phase exactly: every latency paid once, none negative.
+  static const Calibration roofline;
+  Machine m;
+  m.hbm = 1e12;
+  m.calibration = &roofline;
+  m.kernel_latency = 7e-6;
+  m.dispatch_layer_s = 300e-6;
+  m.sync_per_layer = true;
+  m.dispatch_layer_pre_sync_s = 100e-6;
+  const int L = 8;
+  Phase qkv{"qkv_proj", PhaseKind::gemm, Device::gpu, ComputeUnit::tensor, {}};
+  qkv.work.launches = L;
+  qkv.repeat = L;
+  Phase att{"attention", PhaseKind::attention, Device::gpu, ComputeUnit::tensor_act, {}};
+  att.work.hbm_bytes = L * 1e8;
+  att.work.launches = 3 * L;
+  att.repeat = L;
+  att.lead_fraction = 0.25;
+  const sim::DecodeGraph g = sim::build_decode_graph({att}, {qkv}, L, m);
+  std::vector<double> latency(L, 0.0), bytes(L, 0.0);
+  std::vector<int> pieces(L, 0);
+  for (size_t n = 0; n < g.graph.size(); ++n) {
+    if (g.source[n] != 0) continue;  // attention is the policy list's phase 0
+    const sim::SimPhase& ph = g.graph.phase(n);
+    EXPECT_GE(ph.latency, 0.0) << ph.name;
+    latency[size_t(g.layer[n])] += ph.latency;
+    for (double a : ph.amount) bytes[size_t(g.layer[n])] += a;
+    ++pieces[size_t(g.layer[n])];
+  }
+  for (int l = 0; l < L; ++l) {
+    EXPECT_EQ(pieces[size_t(l)], 2) << l;
+    EXPECT_NEAR(latency[size_t(l)], 3 * m.kernel_latency, 1e-15) << l;
+  }
 }
 
 TEST(DispatchSync, TheHostWaitsOnlyForTheKernelsIssuedBeforeTheSync) {

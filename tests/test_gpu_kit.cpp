@@ -128,5 +128,21 @@ TEST(GpuKit, UnderTheEmulatorWithAFakeClockItWritesCurvesThePlannerFindsUnderEac
   const std::string report = slurp(dir / "h100-sxm-measured.md");
   EXPECT_NE(report.find("| cuda_opt_sparse_paged | paged_attention | attention | hbm |"), std::string::npos) << report;
   EXPECT_NE(report.find("h100-sxm-published"), std::string::npos);
+  // The published attention curve is over bytes, ours over context tokens: the report reads it at the
+  // point's bytes, as the planner would (the first H200 run's report fell back to the constant 1.0).
+  std::istringstream lines(report);
+  int attention_rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| cuda_opt_paged_decode | attention |", 0) != 0) continue;
+    std::vector<std::string> cols;
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, '|');) cols.push_back(cell);
+    ASSERT_GE(cols.size(), 8u) << line;
+    const double published = std::stod(cols[7]);
+    EXPECT_GT(published, 0.05) << line;
+    EXPECT_LT(published, 0.95) << line;
+    ++attention_rows;
+  }
+  EXPECT_GT(attention_rows, 0) << report;
   std::filesystem::remove_all(dir);
 }

@@ -13,6 +13,7 @@
 #include "model/hardware.hpp"
 #include "model/host.hpp"
 #include "core/input_limits.hpp"
+#include "model/calibration.hpp"
 #include "model/library.hpp"
 #include "model/model_config.hpp"
 #include "tests/gguf_writer.hpp"
@@ -166,10 +167,19 @@ TEST(ExtremeHardware, ZeroNegativeHugeAndNonFiniteAreRejectedWithTheRange) {
   struct Case {
     const char *section, *key, *range;
   };
+  // Every bounded number of a GPU file, its stated range the spec (a changed limit fails here).
   const Case gpu_cases[] = {{"memory", "bandwidth_gbs", "> 0 and <= 100000"},
                             {"memory", "capacity_gib", "> 0 and <= 4096"},
                             {"compute", "tensor_fp16_tflops", "> 0 and <= 100000"},
+                            {"compute", "tensor_bf16_tflops", "> 0 and <= 100000"},
+                            {"compute", "tensor_fp8_tflops", "> 0 and <= 100000"},
+                            {"compute", "fp32_tflops", "> 0 and <= 100000"},
+                            {"", "l2_mib", "> 0 and <= 100000"},
                             {"pcie", "h2d_pinned_gbs", "> 0 and <= 10000"},
+                            {"pcie", "d2h_pinned_gbs", "> 0 and <= 10000"},
+                            {"pcie", "generation", "1 .. 7"},
+                            {"pcie", "lanes", "1 .. 32"},
+                            {"nvlink", "bandwidth_gbs", "> 0 and <= 100000"},
                             {"", "sm_count", "1 .. 10000"}};
   for (const Case& c : gpu_cases)
     for (const char* v : {"0", "-1", "1e30", "1e999", ".nan", "nan", ".inf", "-inf"}) {
@@ -198,6 +208,17 @@ TEST(ExtremeHardware, ZeroNegativeHugeAndNonFiniteAreRejectedWithTheRange) {
   }
   const std::string msg = error_with(LibraryKind::model, "llama-3.1-8b", "", "kv_heads", "3", [](YamlMap m) { load_model(m); });
   EXPECT_NE(msg.find("kv_heads: value 3 must divide query_heads (32)"), std::string::npos) << msg;
+  // A calibration's host-thread costs (measured by `kvsim validate --device cpu`).
+  const Case thread_cases[] = {{"host_threads", "call_us", "0 .. 1000000"},
+                               {"host_threads", "region_us", "0 .. 1000000"},
+                               {"host_threads", "core_dram_gbs", "0 .. 100000"},
+                               {"host_threads", "clock_ghz", "0 .. 10"}};
+  for (const Case& c : thread_cases)
+    for (const char* v : {"-1", "1e30", ".nan"}) {
+      const std::string m = error_with(LibraryKind::calibration, "ci-2core-cpu", c.section, c.key, v,
+                                       [](YamlMap y) { load_calibration(y); });
+      EXPECT_NE(m.find(c.range), std::string::npos) << c.key << " = " << v << ": " << m;
+    }
 }
 
 }  // namespace

@@ -85,7 +85,9 @@ std::string kit_report(const std::vector<Case>& cases, const Result& r, const Ca
     << ".\n\nEach measured curve is written to the calibration under the model phases its kernel implements. "
        "`published` is what `"
     << (published ? published_name : std::string("(none)"))
-    << "` gives the same phase at the same x (its curve for the phase, else for the kind, else its constant): "
+    << "` gives the same phase for the same work, as `kvsim plan` reads it (its curve for the phase, else "
+       "for the kind, at this point's x or, for a curve over bytes, at this point's bytes; else its "
+       "constant): "
        "kernels others published on this GPU. `ratio` = measured / published: below 1, our kernel is slower "
        "than the published ones the default plan assumes.\n\n";
   s << "| case | model phase | kind | ceiling | x | measured efficiency | published | ratio |\n"
@@ -97,12 +99,14 @@ std::string kit_report(const std::vector<Case>& cases, const Result& r, const Ca
       for (const Point& p : r.points) {
         if (p.phase != c.phase || p.pass != "fit") continue;
         const std::string shown = key.empty() ? "(every " + std::string(to_string(c.kind)) + ")" : key;
+        // The published efficiency of the same work, looked up as `kvsim plan` would: the phase carries
+        // the point's x, and a published curve over another variable reads the point's bytes (e.g. a
+        // published attention curve over bytes, for our curve over context tokens).
         Phase ph{key, c.kind, Device::gpu, ComputeUnit::simt, {}};
-        double pub = 0;
-        if (published) {
-          const EfficiencyCurve* pc = published->curve_for(ph, p.ceiling);
-          pub = pc && pc->x == c.x ? pc->at(p.x) : published->efficiency(c.kind, p.ceiling, 0);
-        }
+        if (c.x == CurveVariable::context_tokens) ph.context_tokens = p.x;
+        if (c.x == CurveVariable::run_bytes) ph.run_bytes = p.x;
+        if (c.x == CurveVariable::batch) ph.batch = p.x;
+        const double pub = published ? published->efficiency(ph, p.ceiling, p.bytes) : 0;
         s << "| " << c.phase << " | " << shown << " | " << to_string(c.kind) << " | "
           << kCeilingNames[size_t(p.ceiling)] << " | " << kCurveVariableNames[size_t(c.x)] << " " << num(p.x, 6)
           << " | " << num(p.efficiency) << " | " << (published ? num(pub) : std::string("-")) << " | "

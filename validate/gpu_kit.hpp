@@ -2,9 +2,9 @@
 // --kit`). It times every CUDA case on the GPU, writes scenarios/calibration/<gpu>-measured.yaml with
 // curves under the model's phase names (Case::model_phases, the keys `kvsim plan` reads), and a report
 // that puts each measured curve beside the published-kernel calibration of the same GPU
-// (<gpu>-published.yaml, `kvsim calibrate published`). No GPU has been lent to this project yet, so the
-// whole path runs in the tests over the emulated launchers with a fake clock (fake_timer): the first
-// real run needs no code change.
+// (<gpu>-published.yaml, `kvsim calibrate published`). The whole path runs in the tests over the emulated
+// launchers with a fake clock (fake_timer), so a run on a GPU needs no code change (the first, on an H200:
+// docs/validation/gpu-kit.md, "First run").
 #pragma once
 #include <string>
 #include <vector>

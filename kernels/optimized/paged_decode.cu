@@ -34,8 +34,11 @@ constexpr int kThreads = 128;  // per block: enough warps in flight per SM with 
 constexpr int kMaxGroup = 8;   // query heads per KV head held in registers (GQA groups up to 8)
 constexpr int kVec = 4;        // floats per load: one 16-byte float4
 constexpr int kUnroll = 4;     // tokens per token row and iteration: 8 float4 loads in flight per thread
-// Blocks the split planner aims for: two per SM of an H100 SXM (132 SMs), so every SM stays busy.
-constexpr int64_t kTargetBlocks = 2 * 132;
+// Blocks the split planner aims for: four per SM of an H100/H200 SXM (132 SMs). Measured on an H200
+// (`kvsim bench --benchmark_filter=BM_CudaPagedDecode`, docs/validation/h200-measured.md): one request,
+// 8 KV heads, at 16K and 128K tokens the fastest split count was 64-66 (512-528 blocks), 1.7-1.8x faster
+// than 2 blocks per SM; 8 and 16 per SM were slower again (the merge and the shorter splits).
+constexpr int64_t kTargetBlocks = 4 * 132;
 constexpr unsigned kFullWarp = 0xffffffffu;
 
 // One 16-byte load through the read-only path (q and the K/V pages do not change during the kernel).
@@ -79,16 +82,23 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t page_stride = int64_t(ps) * token_stride;
   const int64_t head_off = int64_t(kvh) * p.head_dim + tx * kVec;
   const int64_t step = int64_t(bdy) * kUnroll;
-  // The page ids of the row's tokens first + j·bdy; a token in the same page as the one before reuses
-  // its id (one load per page a row touches, not one per token).
-  int32_t page[kUnroll];
+  // Each of the row's kUnroll tokens keeps its page (index into the split's page list) and offset in the
+  // page as 32-bit integers advanced by `step` each iteration: one compare-and-subtract per token instead
+  // of a 64-bit division and modulo by the runtime page size (each dozens of instructions on the GPU,
+  // inside the loop). step = step_pages · ps + step_rem is split once, here, outside it.
+  const int32_t step_pages = int32_t(step / ps), step_rem = int32_t(step - int64_t(step_pages) * ps);
+  int32_t pg[kUnroll], off[kUnroll], page[kUnroll];
+  KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
+    const int64_t t = t_begin + j * bdy + ty;
+    pg[j] = int32_t(t / ps), off[j] = int32_t(t - int64_t(pg[j]) * ps);
+  }
+  // The page ids of the current iteration's tokens; a token in the same page as the one before reuses its
+  // id (one load per page a row touches, not one per token). Past t_end: never used.
   const auto load_pages = [&](int64_t first) {
-    int64_t prev = -1;
-    int32_t id = 0;
+    int32_t prev = -1, id = 0;
     KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
-      const int64_t t = first + j * bdy, pg = t / ps;
-      if (t < t_end && pg != prev) id = page_ids[pg], prev = pg;
-      page[j] = id;  // (past t_end: never used)
+      if (first + j * bdy < t_end && pg[j] != prev) id = page_ids[pg[j]], prev = pg[j];
+      page[j] = id;
     }
   };
   load_pages(t_begin + ty);
@@ -100,10 +110,14 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t t = base + j * bdy + ty;
       k[j] = v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
       if (t < t_end) {
-        const int64_t off = page[j] * page_stride + (t % ps) * token_stride + head_off;
-        k[j] = load4(p.k_pages + off);
-        v[j] = load4(p.v_pages + off);
+        const int64_t off64 = int64_t(page[j]) * page_stride + int64_t(off[j]) * token_stride + head_off;
+        k[j] = load4(p.k_pages + off64);
+        v[j] = load4(p.v_pages + off64);
       }
+    }
+    KVSIM_UNROLL for (int j = 0; j < kUnroll; ++j) {
+      off[j] += step_rem, pg[j] += step_pages;
+      if (off[j] >= ps) off[j] -= ps, ++pg[j];
     }
     load_pages(base + step + ty);  // the next iteration's page ids, in flight with K and V
     KVSIM_UNROLL for (int g = 0; g < GROUP; ++g) {

@@ -13,6 +13,7 @@
 #include "model/library.hpp"
 #include "model/library_json.hpp"
 #include "model/plan.hpp"
+#include "tools/bench/bench_cuda.hpp"
 #include "model/report.hpp"
 #include "model/scenario.hpp"
 #include "core/units.hpp"
@@ -115,6 +116,7 @@ int run_bench(std::vector<std::string> args) {
   argv.push_back(prog.data());
   for (auto& a : args) argv.push_back(a.data());
   int argc = int(argv.size());
+  kvsim::bench::register_cuda_benchmarks();
   benchmark::Initialize(&argc, argv.data());
   if (benchmark::ReportUnrecognizedArguments(argc, argv.data())) return 2;
   benchmark::RunSpecifiedBenchmarks();
