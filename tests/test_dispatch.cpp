@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/yaml_reader.hpp"
@@ -150,16 +151,18 @@ TEST(DispatchSync, APerLayerSyncMakesTheStepHostTimePlusGpuTime) {
   const double H = 300e-6, G = 200e-6;
   // Any number of layers: 2 and 3 too, where a per-layer phase repeats as often as a small count could
   // be mistaken for "once per step".
-  for (int layers : {2, 3, 8}) {
-    EXPECT_NEAR(graph_step(H, G, 1.0, true, H, layers), layers * (H + G), 1e-12) << layers;
-    EXPECT_NEAR(graph_step(G, H, 1.0, true, G, layers), layers * (H + G), 1e-12) << layers;
+  for (int L : {2, 3, 8}) {
+    EXPECT_NEAR(graph_step(H, G, 1.0, true, H, L), L * (H + G), 1e-12) << L;
+    EXPECT_NEAR(graph_step(G, H, 1.0, true, G, L), L * (H + G), 1e-12) << L;
+    // Without the sync the host runs ahead: the longer of the two streams, plus the other's first layer
+    // (or last) at most.
+    for (const auto& [h, gpu] : {std::pair{H, G}, std::pair{G, H}}) {
+      const double overlapped = graph_step(h, gpu, 1.0, false, 0, L);
+      EXPECT_LE(overlapped, L * std::max(h, gpu) + std::min(h, gpu) + 1e-12) << L;
+      EXPECT_GE(overlapped, L * std::max(h, gpu) - 1e-12) << L;
+    }
   }
   const int L = 8;
-  // Without the sync the host runs ahead: the longer of the two streams, plus the other's first layer
-  // (or last) at most.
-  const double overlapped = graph_step(H, G, 1.0, false, 0, L);
-  EXPECT_LE(overlapped, L * std::max(H, G) + std::min(H, G) + 1e-12);
-  EXPECT_GE(overlapped, L * std::max(H, G) - 1e-12);
   // The lead cut alone changes nothing: without a sync the two pieces are the one phase.
   EXPECT_NEAR(graph_step(H, G, 0.5, false, 0, L), graph_step(H, G, 0.0, false, 0, L), 1e-12);
 }
