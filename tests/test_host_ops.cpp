@@ -87,6 +87,18 @@ TEST(HostOps, TheProfileScalesByClockAndCoresAndIsCappedByDram) {
   EXPECT_DOUBLE_EQ(roofline(other, target(2, 300e9, 1.0, cal)).seconds, 1e12 / 20e9);
 }
 
+// The plan's note says how the profile was scaled: cores, DRAM, and the clock ratio target / measured.
+TEST(HostOps, TheNoteStatesTheScaling) {
+  Calibration cal;
+  HostOpsOnTarget t = *target(2, 300e9, 1.0, cal).host_ops;
+  t.time_scale = 4.0 / 3.2;  // the target's clock 3.2 GHz against the measuring host's 4 GHz
+  const std::string note = host_ops_note(t, 56, 300e9);
+  EXPECT_NE(note.find("scaled to 56 cores, 300 GB/s of DRAM and a clock 0.80x the measuring host's"), std::string::npos)
+      << note;
+  t.clock_known = false;
+  EXPECT_NE(host_ops_note(t, 56, 300e9).find("not scaled by clock"), std::string::npos);
+}
+
 // Alone in the simulator, a framework phase takes exactly its roofline time.
 TEST(HostOps, AFrameworkPhaseAloneInTheSimulatorTakesItsRoofline) {
   Calibration cal;
