@@ -14,6 +14,7 @@
 #include "model/host.hpp"
 #include "core/input_limits.hpp"
 #include "model/calibration.hpp"
+#include "model/implementation.hpp"
 #include "model/library.hpp"
 #include "model/model_config.hpp"
 #include "tests/gguf_writer.hpp"
@@ -208,6 +209,22 @@ TEST(ExtremeHardware, ZeroNegativeHugeAndNonFiniteAreRejectedWithTheRange) {
   }
   const std::string msg = error_with(LibraryKind::model, "llama-3.1-8b", "", "kv_heads", "3", [](YamlMap m) { load_model(m); });
   EXPECT_NE(msg.find("kv_heads: value 3 must divide query_heads (32)"), std::string::npos) << msg;
+  // An eager implementation profile's dispatch counts and times.
+  const std::string eager =
+      "dispatch: eager\nops_per_layer: 60\nkernels_per_layer: 39\nops_per_step: 36\nkernels_per_step: 16\n"
+      "dispatch_us: 2.97\nloop_us: 100\n";
+  const Case impl_cases[] = {{"", "ops_per_layer", "1 .. 100000"},
+                             {"", "ops_per_step", "0 .. 100000"},
+                             {"", "dispatch_us", "> 0 and <= 100000"},
+                             {"", "loop_us", "0 .. 1000000"}};
+  for (const Case& c : impl_cases)
+    for (const char* v : {"-1", "1e30", ".nan"}) {
+      YAML::Node doc = YAML::Load(eager);
+      doc[c.key] = YAML::Load(v);
+      const std::string m = error_of([&] { load_implementation(YamlMap(doc, "impl.yaml", "implementation")); });
+      EXPECT_NE(m.find(std::string("implementation.") + c.key), std::string::npos) << c.key << " = " << v << ": " << m;
+      EXPECT_NE(m.find(c.range), std::string::npos) << c.key << " = " << v << ": " << m;
+    }
   // A calibration's host-thread costs (measured by `kvsim validate --device cpu`).
   const Case thread_cases[] = {{"host_threads", "call_us", "0 .. 1000000"},
                                {"host_threads", "region_us", "0 .. 1000000"},
