@@ -202,11 +202,17 @@ TEST(ExtremeHardware, ZeroNegativeHugeAndNonFiniteAreRejectedWithTheRange) {
       EXPECT_NE(msg.find(c.range), std::string::npos) << c.key << " = " << v << ": " << msg;
     }
   // Model shapes: out of range, and consistent field by field but not together.
-  for (const char* v : {"0", "-3", "1e9", ".nan"}) {
-    const std::string msg = error_with(LibraryKind::model, "llama-3.1-8b", "", "layers", v, [](YamlMap m) { load_model(m); });
-    EXPECT_NE(msg.find("layers"), std::string::npos) << v << ": " << msg;
-    EXPECT_NE(msg.find("1 .. 1024"), std::string::npos) << v << ": " << msg;
-  }
+  const Case model_cases[] = {{"", "layers", "1 .. 1024"},         {"", "hidden", "1 .. 1048576"},
+                              {"", "query_heads", "1 .. 4096"},     {"", "kv_heads", "1 .. 4096"},
+                              {"", "head_dim", "1 .. 4096"},        {"", "ffn_hidden", "1 .. 4194304"},
+                              {"", "vocab", "1 .. 16777216"},       {"", "max_context", "1 .. 4294967296"},
+                              {"", "rope_theta", "> 0 and <= 1e+12"}};
+  for (const Case& c : model_cases)
+    for (const char* v : {"0", "-3", "1e30", ".nan"}) {
+      const std::string msg = error_with(LibraryKind::model, "llama-3.1-8b", "", c.key, v, [](YamlMap m) { load_model(m); });
+      EXPECT_NE(msg.find(c.key), std::string::npos) << v << ": " << msg;
+      EXPECT_NE(msg.find(c.range), std::string::npos) << c.key << " = " << v << ": " << msg;
+    }
   const std::string msg = error_with(LibraryKind::model, "llama-3.1-8b", "", "kv_heads", "3", [](YamlMap m) { load_model(m); });
   EXPECT_NE(msg.find("kv_heads: value 3 must divide query_heads (32)"), std::string::npos) << msg;
   // An eager implementation profile's dispatch counts and times.

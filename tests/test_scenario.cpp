@@ -119,6 +119,9 @@ TEST(Scenario, ContextBeyondTheModelLimit) {
 
 TEST(Scenario, TensorParallelMustDivideTheHeads) {
   EXPECT_HAS(error_of(replace(kGood, "batch: max", "batch: max\n  tensor_parallel: 3")), "workload.tensor_parallel: value 3 must divide query_heads (32)");
+  // The range itself, 1 .. 64, in the message of a value outside it.
+  EXPECT_HAS(error_of(replace(kGood, "batch: max", "batch: max\n  tensor_parallel: 128")),
+             "workload.tensor_parallel: value 128 is out of range; allowed: 1 .. 64");
 }
 
 TEST(Scenario, Fp8NeedsHardwareSupport) {
