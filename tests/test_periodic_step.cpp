@@ -8,8 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/yaml_reader.hpp"
@@ -245,6 +249,27 @@ TEST(PeriodicStep, TheFlagSelectsTheFullSimulation) {
   set_full_step_simulation(false);
   EXPECT_EQ(sim::periodic_counters().extrapolated, before + 1);  // the full loop does not count
   EXPECT_NEAR(fast, full, 1e-9 * full);
+}
+
+// KVSIM_FULL_STEP_SIM is read once per process, so each value is tried in a child: this test binary
+// running only the probe below, which checks the flag against what the parent expects.
+TEST(PeriodicStep, TheEnvironmentTurnsTheFullSimulationOnForAnyValueButZero) {
+  const std::pair<const char*, bool> cases[] = {{"1", true}, {"yes", true}, {"0", false}, {"", false}};
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  for (const auto& [value, on] : cases) {
+    std::string cmd = "KVSIM_FULL_STEP_SIM='";
+    cmd += value;
+    cmd += on ? "' KVSIM_EXPECT_FULL_STEP=1 '" : "' KVSIM_EXPECT_FULL_STEP=0 '";
+    cmd += self;
+    cmd += "' --gtest_filter=PeriodicStep.DISABLED_FullStepFlagProbe --gtest_also_run_disabled_tests >/dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << "KVSIM_FULL_STEP_SIM='" << value << "'";
+  }
+}
+
+TEST(PeriodicStep, DISABLED_FullStepFlagProbe) {
+  const char* want = std::getenv("KVSIM_EXPECT_FULL_STEP");
+  ASSERT_NE(want, nullptr);
+  EXPECT_EQ(full_step_simulation(), std::string_view(want) == "1");
 }
 
 }  // namespace
