@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "model/deployment.hpp"
 #include "model/implementation.hpp"
 #include "model/resources.hpp"
 #include "model/roofline.hpp"
@@ -97,6 +98,29 @@ TEST(HostOps, TheNoteStatesTheScaling) {
       << note;
   t.clock_known = false;
   EXPECT_NE(host_ops_note(t, 56, 300e9).find("not scaled by clock"), std::string::npos);
+}
+
+// The clock is scaled only when both hosts have one: a target without clock_ghz keeps the measured times
+// and says so, as does a deployment with no host.
+TEST(HostOps, AHostWithoutAClockIsNotScaledAndTheNoteSaysSo) {
+  Implementation impl;
+  auto prof = std::make_shared<HostOpsProfile>(*profile(4e9));
+  impl.host_ops = prof;
+  HostSpec clockless;
+  clockless.clock_hz = 0;
+  HostSpec fast;
+  fast.clock_hz = 8e9;
+  const HostSpec* const hosts[] = {&clockless, nullptr, &fast};
+  for (const HostSpec* h : hosts) {
+    Deployment d;
+    d.host = h;
+    apply_implementation(d, impl);
+    ASSERT_NE(d.machine.host_ops, nullptr);
+    const bool known = h == &fast;
+    EXPECT_EQ(d.machine.host_ops->clock_known, known);
+    EXPECT_DOUBLE_EQ(d.machine.host_ops->time_scale, known ? 0.5 : 1.0);
+    EXPECT_EQ(host_ops_note(*d.machine.host_ops, 2, 100e9).find("not scaled by clock") != std::string::npos, !known);
+  }
 }
 
 // Alone in the simulator, a framework phase takes exactly its roofline time.
