@@ -7,7 +7,7 @@
                                  run kills it: checked by applying the mutant and running TEST),
                                  `sanitizer<TAB>HOW` (only `make test-asan` catches it) or `open<TAB>WHY`
 
-A row run.sh recorded as `survived` counts as equivalent when mechanical.txt now marks it so, as killed
+A row counts as equivalent when mechanical.txt now marks it so (whatever run.sh recorded); a survivor as killed
 when the classification names a new test, else as open. Prints a Markdown table and the score;
 --check exits 1 when a survivor has no classification (so none is left unexamined).
 
@@ -51,8 +51,8 @@ def main():
     unexamined = []
     for r in rows:
         mid, status = r[0], r[1]
-        if status == "survived" and "equivalent" in mutants.get(mid, {}):
-            status = "equivalent"
+        if status != "not compiled" and "equivalent" in mutants.get(mid, {}):
+            status = "equivalent"  # marked after the run (a kill of an equivalent mutant could only be a flaky test)
         if status == "survived":
             kind, why = cls.get(mid, ("", ""))
             if kind == "new-test":
