@@ -259,6 +259,25 @@ TEST(ValidateCli, PlanTableAndCsvNameTheUnmeasuredPhases) {
   ASSERT_EQ(t.exit_code, 0) << t.out;
   EXPECT_NE(t.out.find("    unmeasured (fallback efficiency, no kernel measurement):"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("topk_pages (select/hbm: constant 0.50 from t phases.select.hbm)"), std::string::npos) << t.out;
+  // The line lists every phase the JSON lists, in the same order, the first right after the colon.
+  const auto j = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --format json --calibration '" + cal + "'");
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  const auto listed = nlohmann::json::parse(j.out)["results"][0]["unmeasured_phases"];
+  ASSERT_GE(listed.size(), 2u) << j.out;
+  const std::string head = "    unmeasured (fallback efficiency, no kernel measurement): ";
+  const size_t at = t.out.find(head);
+  ASSERT_NE(at, std::string::npos) << t.out;
+  const std::string line = t.out.substr(at + head.size(), t.out.find('\n', at) - at - head.size());
+  size_t from = 0;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    const std::string name = listed[i]["name"].get<std::string>() + " (";
+    const size_t where = line.find(name, from);
+    ASSERT_NE(where, std::string::npos) << name << " not in: " << line;
+    if (i == 0) {
+      EXPECT_EQ(where, 0u) << line;
+    }
+    from = where + name.size();
+  }
   const auto c = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --format csv --calibration '" + cal + "'");
   ASSERT_EQ(c.exit_code, 0) << c.out;
   EXPECT_NE(c.out.find(",extrapolated_phases,unmeasured_phases,"), std::string::npos) << c.out;
