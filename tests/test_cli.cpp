@@ -3,6 +3,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "test_util.hpp"
@@ -42,6 +45,41 @@ TEST(Cli, JsonFollowsTheSchema) {
   }
   EXPECT_EQ(j["results"][0]["context_tokens"], 16384);
   EXPECT_GT(j["results"][0]["batch"].get<int>(), j["results"][1]["batch"].get<int>());
+}
+
+// The table's numeric columns are the JSON's numbers at the table's precision: batch, max batch, TPOT ms,
+// TTFT ms, tok/s.
+TEST(Cli, TheTablesColumnsAreTheJsonsNumbers) {
+  const auto t = test::run_kvsim("plan scenarios/example.yaml");
+  const auto j = test::run_kvsim("plan scenarios/example.yaml --format json");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  // The policy rows, in order: a name, then five numbers.
+  struct Row {
+    std::string name, line;
+    long long batch = 0, max_batch = 0;
+    double tpot = 0, ttft = 0, tok_s = 0;
+  };
+  std::vector<Row> rows;
+  std::istringstream lines(t.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    Row r;
+    r.line = line;
+    if (cells >> r.name >> r.batch >> r.max_batch >> r.tpot >> r.ttft >> r.tok_s) rows.push_back(r);
+  }
+  const auto results = nlohmann::json::parse(j.out)["results"];
+  ASSERT_EQ(rows.size(), results.size()) << t.out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& e = results[i];
+    const Row& r = rows[i];
+    EXPECT_EQ(r.name, e["policy"].get<std::string>()) << r.line;
+    EXPECT_EQ(r.batch, e["batch"].get<long long>()) << r.line;
+    EXPECT_EQ(r.max_batch, e["memory"]["max_batch"].get<long long>()) << r.line;
+    EXPECT_NEAR(r.tpot, e["tpot_ms"].get<double>(), 0.0005 + 1e-9) << r.line;
+    EXPECT_NEAR(r.ttft, e["ttft_ms"].get<double>(), 0.05 + 1e-9) << r.line;
+    EXPECT_NEAR(r.tok_s, e["throughput_tok_s"].get<double>(), 0.05 + 1e-9) << r.line;
+  }
 }
 
 TEST(Cli, CsvHasAHeaderAndOneRowPerResult) {
