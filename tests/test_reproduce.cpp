@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -76,6 +78,24 @@ TEST(Reproduce, MemoryFiguresGivenWithTheirConfigurationMatchExactly) {
   // never exact (issue 27). They are still predicted and compared with their error.
   EXPECT_GE(exact, 3);
   EXPECT_GE(approximate, 6);
+}
+
+// One figure predicted in every byte unit: each is the bytes over its unit's size (binary and decimal).
+TEST(Reproduce, EveryByteUnitIsItsSize) {
+  const std::pair<const char*, double> units[] = {{"B", 1.0},        {"KiB", 1024.0}, {"MiB", 1048576.0},
+                                                  {"GiB", 1073741824.0}, {"KB", 1e3},   {"MB", 1e6},
+                                                  {"GB", 1e9}};
+  std::string series;
+  for (const auto& [unit, _] : units)
+    series += std::string("    - {source: T, policy: full, metric: kv_per_token, unit: ") + unit +
+              ", contexts: [4096], values: [1]}\n";
+  const Reproduction r = from_text(scenario_with(series));
+  const std::vector<ReproRow> rows = reproduce(r);
+  ASSERT_EQ(rows.size(), std::size(units));
+  const double bytes = rows[0].predicted;
+  EXPECT_DOUBLE_EQ(bytes, 2.0 * 32 * 8 * 128 * 2);  // llama-3-8b's K and V per token, bf16
+  for (size_t i = 0; i < rows.size(); ++i)
+    EXPECT_DOUBLE_EQ(rows[i].predicted * units[i].second, bytes) << units[i].first;
 }
 
 TEST(Reproduce, OomRowsAreCompared) {
