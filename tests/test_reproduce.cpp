@@ -168,6 +168,10 @@ TEST(Reproduce, ExactMeansHalfAUnitOfThePublishedLastDigit) {
   EXPECT_FALSE(matches("2"));
   EXPECT_TRUE(matches("1.0e0"));
   EXPECT_FALSE(matches("1.5e0"));
+  // A negative exponent adds digits: "1000e-3" is worth 0.001 (so 1.00098 is off by more than half of
+  // it), "1001e-3" matches; read without its exponent either would be worth 1.
+  EXPECT_FALSE(matches("1000e-3"));
+  EXPECT_TRUE(matches("1001e-3"));
 }
 
 TEST(Reproduce, AnAroundFigureCannotBeExact) {
