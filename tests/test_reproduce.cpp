@@ -193,6 +193,8 @@ TEST(Reproduce, AnAroundFigureCannotBeExact) {
     const std::string e = error_of(scenario_with("    - " + c.series + "\n"));
     EXPECT_NE(e.find(c.field), std::string::npos) << c.series << " -> " << e;
   }
+  // The missing words are asked for with an example of them.
+  EXPECT_NE(error_of(scenario_with("    - " + cases[1].series + "\n")).find("(printed: \"33.55 GB\")"), std::string::npos);
   // Not exact, it loads, is marked approximate and is compared with its error.
   const Reproduction r = from_text(scenario_with("    - {source: T, " + kv + ", printed: \"around 1 GB\", values: [1]}\n"));
   EXPECT_TRUE(r.figures[0].approximate);
