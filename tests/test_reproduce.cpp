@@ -98,6 +98,19 @@ TEST(Reproduce, EveryByteUnitIsItsSize) {
     EXPECT_DOUBLE_EQ(rows[i].predicted * units[i].second, bytes) << units[i].first;
 }
 
+// A latency figure is the request's end to end: TTFT, then output - 1 more tokens at the TPOT (the
+// first token comes with the prefill).
+TEST(Reproduce, LatencyIsTtftPlusTheOtherTokensAtTheTpot) {
+  const Reproduction r = from_text(scenario_with(
+      "    - {source: T, policy: full, metric: latency, unit: s, output: 100, contexts: [4096], values: [1]}\n"
+      "    - {source: T, policy: full, metric: ttft, unit: s, output: 100, contexts: [4096], values: [1]}\n"
+      "    - {source: T, policy: full, metric: tpot, unit: s, output: 100, contexts: [4096], values: [1]}\n"));
+  const std::vector<ReproRow> rows = reproduce(r);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_GT(rows[2].predicted, 0);
+  EXPECT_NEAR(rows[0].predicted, rows[1].predicted + 99 * rows[2].predicted, 1e-12 * rows[0].predicted);
+}
+
 TEST(Reproduce, OomRowsAreCompared) {
   // LongChat-7B full KV on a 94 GB H100 NVL: the paper runs out of memory at 128K and 256K. At 256K the
   // KV alone (128 GiB) exceeds HBM and the model agrees; at 128K the model's prefill workspace is
@@ -172,6 +185,11 @@ TEST(Reproduce, ExactMeansHalfAUnitOfThePublishedLastDigit) {
   // it), "1001e-3" matches; read without its exponent either would be worth 1.
   EXPECT_FALSE(matches("1000e-3"));
   EXPECT_TRUE(matches("1001e-3"));
+  // Half a unit of a decimal digit: 8577 tokens are 1.04700 GiB, 0.047 from "1.0", inside 0.05.
+  const Reproduction r = from_text(scenario_with(
+      "    - {source: T, policy: full, metric: kv_prompt, unit: GiB, exact: true, printed: \"1.0 GiB\", contexts: [8577], "
+      "values: [1.0]}\n"));
+  EXPECT_TRUE(reproduce(r)[0].matches_exactly);
 }
 
 TEST(Reproduce, AnAroundFigureCannotBeExact) {
