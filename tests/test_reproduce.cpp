@@ -111,6 +111,32 @@ TEST(Reproduce, LatencyIsTtftPlusTheOtherTokensAtTheTpot) {
   EXPECT_NEAR(rows[0].predicted, rows[1].predicted + 99 * rows[2].predicted, 1e-12 * rows[0].predicted);
 }
 
+// The tie rule at its edge: two values closer than half a unit of the coarser printed digit are a tie.
+// The slack under that half unit is one part in 1e9 (rounding of values meant to be exactly half a
+// unit apart), no more: 5e-9 inside the edge is not a tie, 5e-10 inside it is.
+TEST(Reproduce, TheTieEdgeIsHalfAUnitLessOnePartInABillion) {
+  PublishedFigure a, b;
+  a.label = "A", b.label = "B";
+  a.source = b.source = "T";
+  a.decimals = b.decimals = 0;  // half a unit: 0.5
+  auto order = [&](double gap_published, double gap_predicted) {
+    a.value = 10, b.value = 10 + gap_published;
+    ReproRow ra, rb;
+    ra.figure = &a, rb.figure = &b;
+    ra.predicted = 20, rb.predicted = 20 + gap_predicted;
+    const std::vector<Ordering> o = orderings({ra, rb});
+    EXPECT_EQ(o.size(), 1u);
+    return o.empty() ? Ordering{} : o[0];
+  };
+  for (const double inside : {5e-9, 5e-10}) {
+    const double gap = 0.5 * (1 - inside);
+    const bool tie = inside > 1e-9;
+    EXPECT_EQ(order(gap, 1).published_tie, tie) << inside;
+    EXPECT_EQ(order(1, gap).predicted_tie, tie) << inside;
+  }
+  EXPECT_TRUE(order(1, 1).reproduced);
+}
+
 TEST(Reproduce, OomRowsAreCompared) {
   // LongChat-7B full KV on a 94 GB H100 NVL: the paper runs out of memory at 128K and 256K. At 256K the
   // KV alone (128 GiB) exceeds HBM and the model agrees; at 128K the model's prefill workspace is
