@@ -222,7 +222,8 @@ TEST(Reproduce, AnAroundFigureCannotBeExact) {
   for (const char* w : {"around 5 GB", "approximately 0.5 MB", "nearly 1 GB", "roughly 24GB", "about 3 GB", "~1K tokens",
                         "\u2248 2 GB", "Approx. 7 GB"})
     EXPECT_TRUE(is_approximate_wording(w)) << w;
-  for (const char* w : {"33.55 GB", "1.0000", "throughout: 5 GB", "a roundabout 5 GB", "KV cache (subset only): 33.55 GB"})
+  for (const char* w : {"33.55 GB", "1.0000", "throughout: 5 GB", "a roundabout 5 GB", "KV cache (subset only): 33.55 GB",
+                        "sabout 3 GB", "unearly 2 GB"})
     EXPECT_FALSE(is_approximate_wording(w)) << w;
   const std::string kv = "policy: full, metric: kv_prompt, unit: GiB, contexts: [8192]";
   struct Case {
