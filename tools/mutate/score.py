@@ -63,7 +63,7 @@ def main():
                 status = "open"
                 if not kind:
                     unexamined.append(mid)
-            listed[status].append(f"`{mid}` ({why})" if why else f"`{mid}`")
+            listed[status].append(f"- `{mid}`: {why}" if why else f"- `{mid}`")
         count[status] += 1
     killed = count["killed"] + count["killed by a new test"]
     scored = killed + count["open"] + count["caught by make test-asan only"]
@@ -76,7 +76,7 @@ def main():
     print(f"| **score** | **{killed} killed of {scored} non-equivalent ({pct:.1f}%)** |")
     for k in ("killed by a new test", "caught by make test-asan only", "open"):
         if listed[k]:
-            print(f"\n{k}: " + "; ".join(listed[k]))
+            print(f"\n{k[0].upper() + k[1:]}:\n\n" + "\n".join(listed[k]))
     if unexamined:
         print("\nnot yet classified: " + ", ".join(unexamined), file=sys.stderr)
         if a.check:
