@@ -80,6 +80,19 @@ TEST(Reproduce, MemoryFiguresGivenWithTheirConfigurationMatchExactly) {
   EXPECT_GE(approximate, 6);
 }
 
+// A figure without its own batch takes the scenario's (a number), else 1 (batch: max).
+TEST(Reproduce, AFigureWithoutABatchTakesTheScenarios) {
+  const std::string series = "    - {source: T, policy: full, metric: tpot, unit: ms, contexts: [4096], values: [1]}\n"
+                             "    - {source: T, policy: full, metric: tpot, unit: ms, batch: 2, contexts: [4096], values: [1]}\n";
+  std::string four = scenario_with(series), max = four;
+  four.replace(four.find("batch: 1"), 8, "batch: 4");
+  max.replace(max.find("batch: 1"), 8, "batch: max");
+  const Reproduction r4 = from_text(four), rmax = from_text(max);
+  EXPECT_EQ(r4.figures[0].batch, 4);
+  EXPECT_EQ(r4.figures[1].batch, 2);
+  EXPECT_EQ(rmax.figures[0].batch, 1);
+}
+
 // One figure predicted in every byte unit: each is the bytes over its unit's size (binary and decimal).
 TEST(Reproduce, EveryByteUnitIsItsSize) {
   const std::pair<const char*, double> units[] = {{"B", 1.0},        {"KiB", 1024.0}, {"MiB", 1048576.0},
