@@ -141,3 +141,19 @@ TEST(Roofline, PerHeadHostWorkRunsInParallelOnAManyCoreHostAndNotOnTwoCores) {
   EXPECT_DOUBLE_EQ(host_limits(host_phase({.dram_bytes = 1}, 56), big).dram, 200e9);
   EXPECT_DOUBLE_EQ(host_limits(host_phase({.dram_bytes = 1}, 4), big).dram, 80e9);
 }
+
+// PCIe under load in both directions (GpuSpec::h2d_under_d2h, d2h_under_h2d): 0 means not given, so a
+// machine keeps the one-way bandwidth for it; a value given is used as is.
+TEST(Roofline, AnUnsetUnderLoadBandwidthIsTheOneWayOne) {
+  const Calibration cal;
+  kvsim::GpuSpec g = kvsim::test::gpu("h100-sxm");
+  const kvsim::HostSpec h = kvsim::test::host("xeon-w9-3495x");
+  g.h2d_under_d2h = 0, g.d2h_under_h2d = 0;
+  Machine m = make_machine(g, h, kvsim::DType::bf16, kvsim::DType::bf16, true, cal);
+  EXPECT_DOUBLE_EQ(m.h2d_duplex, g.h2d_pinned);
+  EXPECT_DOUBLE_EQ(m.d2h_duplex, g.d2h_pinned);
+  g.h2d_under_d2h = 0.5 * g.h2d_pinned, g.d2h_under_h2d = 0.25 * g.d2h_pinned;
+  m = make_machine(g, h, kvsim::DType::bf16, kvsim::DType::bf16, true, cal);
+  EXPECT_DOUBLE_EQ(m.h2d_duplex, 0.5 * g.h2d_pinned);
+  EXPECT_DOUBLE_EQ(m.d2h_duplex, 0.25 * g.d2h_pinned);
+}
