@@ -7,35 +7,23 @@ python.ui_browser; it skips (exit 77) when Chromium, chromedriver, Selenium or F
 """
 import os
 import shutil
-import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 
-import kvsim
 
-SRC = os.environ.get("KVSIM_SOURCE_DIR", os.getcwd())
-CLI = os.environ.get("KVSIM_BINARY", os.path.join(SRC, "build", "kvsim"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from support import CLI, SRC, cli_error, have  # noqa: E402 (after the path)
+
+import kvsim  # noqa: E402
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 
 
-def have(module):
-    try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
-
-
 READY = CHROMIUM and DRIVER and have("selenium") and have("flask")
-
-
-def cli_error(*args):
-    r = subprocess.run([CLI, *args], cwd=SRC, capture_output=True, text=True)
-    assert r.returncode == 2, (args, r.returncode, r.stderr)
-    return r.stderr.strip().removeprefix("kvsim: error: ")
 
 
 def screenshot(driver, name):

@@ -3,28 +3,11 @@ run with the same options, and every InputError carries the value and the allowe
 message names them. Run by ctest as python.kvsim (KVSIM_BINARY, KVSIM_SOURCE_DIR as in test_kvsim.py)."""
 import json
 import os
-import subprocess
 import tempfile
 import unittest
 
 import kvsim
-
-SRC = os.environ.get("KVSIM_SOURCE_DIR", os.getcwd())
-CLI = os.environ.get("KVSIM_BINARY", os.path.join(SRC, "build", "kvsim"))
-
-
-def cli(*args):
-    r = subprocess.run([CLI, *args], cwd=SRC, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise AssertionError(f"kvsim {' '.join(args)} failed ({r.returncode}): {r.stderr}")
-    return r.stdout
-
-
-def cli_error(*args):
-    """The one-line message `kvsim` prints for bad input (exit status 2), without its "kvsim: error: "."""
-    r = subprocess.run([CLI, *args], cwd=SRC, capture_output=True, text=True)
-    assert r.returncode == 2, (args, r.returncode, r.stderr)
-    return r.stderr.strip().removeprefix("kvsim: error: ")
+from support import CLI, cli, cli_error
 
 
 SERVING = {

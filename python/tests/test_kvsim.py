@@ -11,24 +11,7 @@ import tempfile
 import unittest
 
 import kvsim
-
-SRC = os.environ.get("KVSIM_SOURCE_DIR", os.getcwd())
-CLI = os.environ.get("KVSIM_BINARY", os.path.join(SRC, "build", "kvsim"))
-
-
-def cli(*args):
-    r = subprocess.run([CLI, *args], cwd=SRC, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise AssertionError(f"kvsim {' '.join(args)} failed ({r.returncode}): {r.stderr}")
-    return r.stdout
-
-
-def have(module):
-    try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
+from support import CLI, SRC, cli, have
 
 
 SMALL_SERVING = {

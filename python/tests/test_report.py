@@ -4,22 +4,13 @@ atomically to `out`; bad input raises kvsim.InputError and writes nothing.
 """
 import json
 import os
-import subprocess
 import tempfile
 import unittest
 
 import kvsim
+from support import cli
 
-SRC = os.environ.get("KVSIM_SOURCE_DIR", os.getcwd())
-CLI = os.environ.get("KVSIM_BINARY", os.path.join(SRC, "build", "kvsim"))
 OPEN = '<script type="application/json" id="kvsim-data">'
-
-
-def cli(*args):
-    r = subprocess.run([CLI, *args], cwd=SRC, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise AssertionError(f"kvsim {' '.join(args)} failed ({r.returncode}): {r.stderr}")
-    return r.stdout
 
 
 def data_block(html):

@@ -8,17 +8,7 @@ import time
 import unittest
 
 import kvsim
-
-SRC = os.environ.get("KVSIM_SOURCE_DIR", os.getcwd())
-CLI = os.environ.get("KVSIM_BINARY", os.path.join(SRC, "build", "kvsim"))
-
-
-def have(module):
-    try:
-        __import__(module)
-        return True
-    except ImportError:
-        return False
+from support import CLI, SRC, have
 
 
 @unittest.skipUnless(have("flask") and have("plotly"), "needs python3-flask and python3-plotly")

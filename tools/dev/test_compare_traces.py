@@ -43,21 +43,25 @@ def stand_in(d, extra_sets=()):
     return real, same, p.stderr
 
 
+def compared(d, name, args):
+    """Runs the tool on ARGS with its Markdown and JSON reports written to d/NAME.md and d/NAME.json;
+    returns (the JSON report, the Markdown text)."""
+    md, js = os.path.join(d, name + ".md"), os.path.join(d, name + ".json")
+    p = run(args + ["-o", md, "--json", js])
+    assert p.returncode == 0, p.stderr
+    with open(js) as f, open(md) as g:
+        return json.load(f), g.read()
+
+
 class CompareTraces(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="test-compare-traces.")
         d = cls.tmp.name
         cls.real, cls.same, _ = stand_in(d)
-        cls.md = os.path.join(d, "report.md")
         cls.js = os.path.join(d, "report.json")
-        p = run([cls.real, cls.same, "tiny", "--budgets", "64,128,100000", "--max-steps", "4",
-                 "--policy", "quest", "--policy", "streaming", "-o", cls.md, "--json", cls.js])
-        assert p.returncode == 0, p.stderr
-        with open(cls.js) as f:
-            cls.report = json.load(f)
-        with open(cls.md) as f:
-            cls.text = f.read()
+        cls.report, cls.text = compared(d, "report", [cls.real, cls.same, "tiny", "--budgets", "64,128,100000",
+                                                      "--max-steps", "4", "--policy", "quest", "--policy", "streaming"])
 
     @classmethod
     def tearDownClass(cls):
@@ -160,16 +164,10 @@ class SyntheticNeedle(unittest.TestCase):
         cls.real, cls.same, log = stand_in(d, ["needles=[{depth: 0.45, length: 20}]"])
         first, end = log.split("needle 0: tokens ", 1)[1].split()[0].split(":")
         cls.span = [int(first), int(end)]
-        cls.js = os.path.join(d, "needle.json")
-        cls.md = os.path.join(d, "needle.md")
-        p = run([cls.real, cls.same, "tiny", "--budgets", "64,128", "--max-steps", "4", "--policy", "quest",
-                 "--policy", "streaming", "--needle-tokens", "%d:%d" % tuple(cls.span), "--synthetic-needle",
-                 "--compact", "-o", cls.md, "--json", cls.js])
-        assert p.returncode == 0, p.stderr
-        with open(cls.js) as f:
-            cls.report = json.load(f)
-        with open(cls.md) as f:
-            cls.text = f.read()
+        cls.report, cls.text = compared(d, "needle", [cls.real, cls.same, "tiny", "--budgets", "64,128", "--max-steps",
+                                                      "4", "--policy", "quest", "--policy", "streaming",
+                                                      "--needle-tokens", "%d:%d" % tuple(cls.span),
+                                                      "--synthetic-needle", "--compact"])
 
     @classmethod
     def tearDownClass(cls):
