@@ -6,6 +6,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "model/library.hpp"
 #include "model/roofline.hpp"
 
 namespace kvsim::validate {
@@ -36,6 +37,13 @@ const GpuSpec& match_library_gpu(const cuda::DeviceInfo& device, const std::vect
                           "; pass --hardware <name> (make gpu-validate GPU=<name>)");
   }
   return *hits.front();
+}
+
+GpuSpec library_gpu_of(const cuda::DeviceInfo& device) {
+  std::vector<GpuSpec> library;
+  for (const std::string& n : library_names(LibraryKind::hardware))
+    library.push_back(load_gpu_file(resolve(LibraryKind::hardware, n, "library", 0, "hardware")));
+  return match_library_gpu(device, library);
 }
 
 Ceilings gpu_ceilings(const GpuSpec& gpu, const std::string& ran_on) {

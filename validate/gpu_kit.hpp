@@ -20,6 +20,8 @@ namespace kvsim::validate {
 // InputError when none or several match (e.g. A100-80G and A800 share both), naming the candidates and
 // asking for --hardware.
 const GpuSpec& match_library_gpu(const cuda::DeviceInfo& device, const std::vector<GpuSpec>& library);
+// The same against every GPU of the data library (scenarios/hardware/), loaded here.
+GpuSpec library_gpu_of(const cuda::DeviceInfo& device);
 
 // The ceilings a GPU's kernels are fractions of: CUDA-core fp32, HBM and pinned host-to-device
 // bandwidth from its spec; `ran_on` names the device the kernels ran on.

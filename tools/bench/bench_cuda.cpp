@@ -21,7 +21,6 @@
 #include "kernels/cuda_device.hpp"
 #include "kernels/optimized/cuda.hpp"
 #include "kernels/reference/cuda.hpp"
-#include "model/library.hpp"
 #include "validate/gpu_kit.hpp"
 
 namespace {
@@ -38,12 +37,8 @@ std::vector<float> uniform(size_t n, uint32_t seed) {
 
 // The HBM bandwidth of the library GPU this device is (the kit's match), 0 when none or several match.
 double library_hbm_bytes_per_second() {
-  using namespace kvsim;
   try {
-    std::vector<GpuSpec> library;
-    for (const std::string& n : library_names(LibraryKind::hardware))
-      library.push_back(load_gpu_file(resolve(LibraryKind::hardware, n, "library", 0, "hardware")));
-    return validate::match_library_gpu(cuda::devices().at(0), library).hbm_bandwidth;
+    return kvsim::validate::library_gpu_of(kvsim::cuda::devices().at(0)).hbm_bandwidth;
   } catch (const std::exception&) {
     return 0;
   }

@@ -99,10 +99,7 @@ int run_emu_traffic(const ValidateCommand& c) {
 GpuSpec cuda_target(const ValidateCommand& c, const cuda::DeviceInfo& device) {
   if (!c.hardware.empty())
     return load_gpu_file(resolve(LibraryKind::hardware, c.hardware, "command line", 0, "--hardware"));
-  std::vector<GpuSpec> library;
-  for (const std::string& n : library_names(LibraryKind::hardware))
-    library.push_back(load_gpu_file(resolve(LibraryKind::hardware, n, "library", 0, "hardware")));
-  GpuSpec gpu = validate::match_library_gpu(device, library);
+  GpuSpec gpu = validate::library_gpu_of(device);
   std::fprintf(stderr, "kvsim validate: GPU 0 '%s' is %s in the library (same SM count and memory)\n",
                device.name.c_str(), gpu.name.c_str());
   return gpu;
