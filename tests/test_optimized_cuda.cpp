@@ -191,7 +191,7 @@ TEST(OptKernelsCoalescing, EveryLaunchUsesNinetyPercentOfItsSectorBytes) {
   namespace cuda = kvsim::opt::cuda_emu;
   using kvsim::ref::cuda_emu::DeviceBuffer;
   kvsim::emu::CountScope scope;
-  {  // paged decode, 4 splits + merge: 1024 tokens, GQA 4/1, head dim 128
+  {  // paged decode, 4 splits + merge: 1024 tokens, GQA 4/1, head dim 128, 4 and 8 floats per lane
     const int ps = 16, Hq = 4, Hkv = 1, hd = 128, pages = 64;
     std::vector<int32_t> idx(pages);
     std::iota(idx.begin(), idx.end(), 0);
@@ -205,7 +205,7 @@ TEST(OptKernelsCoalescing, EveryLaunchUsesNinetyPercentOfItsSectorBytes) {
     p.last_page_len = last.get(), p.out = o.get(), p.lse = l.get(), p.workspace = ws.get();
     p.batch = 1, p.num_qo_heads = Hq, p.num_kv_heads = Hkv, p.head_dim = hd, p.page_size = ps, p.scale = 0.1f;
     p.max_pages_per_request = pages, p.pages_per_split = 16;
-    cuda::paged_decode_attention(p);
+    for (int lane_floats : {4, 8}) p.lane_floats = lane_floats, cuda::paged_decode_attention(p);
   }
   {  // top-k of 65536 scores, k = 1024, both orders
     DeviceBuffer<float> sc(randn(65536, 13));
@@ -252,7 +252,7 @@ TEST(OptKernelsCoalescing, EveryLaunchUsesNinetyPercentOfItsSectorBytes) {
     cuda::chess_select(p);
   }
   const auto& launches = scope.counts().launches;
-  ASSERT_EQ(launches.size(), 9u);  // decode 2, top-k 2, gather 1, recall 2, CHESS 2
+  ASSERT_EQ(launches.size(), 11u);  // decode 2 per lane width, top-k 2, gather 1, recall 2, CHESS 2
   if (scope.counts().sectors() == 0) GTEST_SKIP() << "this emulator does not count sectors yet";
   for (const auto& l : launches) {
     EXPECT_GE(l.efficiency(), 0.9) << l.kernel;

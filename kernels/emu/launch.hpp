@@ -23,7 +23,12 @@ namespace kvsim::emu {
 template <class Call>  // a captureless lambda calling the kernel with its arguments
 class Launch {
  public:
-  Launch(const char* kernel, LaunchConfig cfg, Call) : kernel_(kernel), cfg_(cfg) {}
+  // A template kernel with several arguments is launched as KVSIM_LAUNCH((k<A, B>), ...) (the comma would
+  // split the macro argument); its name is reported without the parentheses.
+  Launch(const char* kernel, LaunchConfig cfg, Call) : name_(kernel), cfg_(cfg) {
+    if (name_.size() >= 2 && name_.front() == '(' && name_.back() == ')') name_ = name_.substr(1, name_.size() - 2);
+    kernel_ = name_.c_str();
+  }
 
   template <class... A>
   void operator()(A&&... a) const {
@@ -55,7 +60,8 @@ class Launch {
     }
   }
 
-  const char* kernel_;
+  std::string name_;
+  const char* kernel_ = nullptr;
   LaunchConfig cfg_;
 };
 

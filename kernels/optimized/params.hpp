@@ -26,6 +26,10 @@ struct PagedDecodeParams {
   // Planning (host values; FlashInfer's plan() reads them from a host copy of indptr):
   int max_pages_per_request = 0;  // an upper bound of indptr[b+1] - indptr[b]
   int pages_per_split = 0;        // KV pages per split; 0 = pick so the grid fills the GPU
+  // Floats of the head dimension each lane holds (kernels/optimized/README.md): 4 (one float4) or 8 (two:
+  // half the lanes per token, so a warp takes twice the tokens per instruction); 0 = the default.
+  // Benchmarks compare them on a GPU.
+  int lane_floats = 0;
   // Partial states of the splits: the channels [batch, num_qo_heads, splits, head_dim], then the lse
   // [batch, num_qo_heads, splits] (so each partial row is float4-aligned); 16-byte aligned, required when
   // the plan has more than one split (paged_decode_workspace_floats says how many).

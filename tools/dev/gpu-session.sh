@@ -13,7 +13,9 @@
 #      and Nsight Compute's speed-of-light, occupancy and warp-stall sections of one paged decode at 128K
 #      tokens (in log.txt), where ncu is installed;
 #   6. `kvsim replay --device cuda`, one policy at a time, on a 4K-token synthetic needle trace (in log.txt).
-# Environment: BENCH_FILTER (default BM_Cuda), POLICIES (default: all nine).
+# Environment: STEPS (default "smi tests kit ceilings bench ncu replay": the steps to run, in that order),
+# BENCH_FILTER (default BM_Cuda), NCU_LOOPS (default 0: the decode lane widths to profile, as
+# lane_floats values), POLICIES (default: all nine).
 set -u
 out=${1:?usage: gpu-session.sh OUTDIR [LIBDIR]}
 lib=${2:-.gpu/lib}
@@ -25,19 +27,29 @@ src=${KVSIM_BUILT_AT:-/work/main}
 log="$out/log.txt"
 step() { local t=$1; shift; echo "=== $(date -u +%T) $* (limit ${t}s)" | tee -a "$log";
          timeout "$t" "$@" >>"$log" 2>&1; echo "=== rc=$?" | tee -a "$log"; }
-step 20 nvidia-smi
-step 40 ./build/kvsim_tests --gtest_filter='*CudaGpu*:CudaDevice*:CudaBackend*:GpuKit*:*cuda*' --gtest_brief=1
-step 110 ./build/kvsim validate --device cuda --kit --out "$out/measured.yaml" --report "$out/measured.md"
-step 30 python3 tools/measure/gpu_ceilings.py "$out/ceilings.json"
-step 90 ./build/kvsim bench --benchmark_filter="${BENCH_FILTER:-BM_Cuda}" --benchmark_min_time=0.2 --benchmark_out="$out/bench.json" \
-  --benchmark_out_format=json
+steps=" ${STEPS:-smi tests kit ceilings bench ncu replay} "
+want() { [[ "$steps" == *" $1 "* ]]; }
+want smi && step 20 nvidia-smi
+want tests && step 40 ./build/kvsim_tests --gtest_filter='*CudaGpu*:CudaDevice*:CudaBackend*:GpuKit*:*cuda*' --gtest_brief=1
+want kit && step 110 ./build/kvsim validate --device cuda --kit --out "$out/measured.yaml" --report "$out/measured.md"
+want ceilings && step 30 python3 tools/measure/gpu_ceilings.py "$out/ceilings.json"
+want bench && step 120 ./build/kvsim bench --benchmark_filter="${BENCH_FILTER:-BM_Cuda}" --benchmark_min_time=0.2 \
+  --benchmark_out="$out/bench.json" --benchmark_out_format=json
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-[ -n "$ncu" ] && step 90 "$ncu" --clock-control none --kernel-name regex:split_kv --launch-skip 0 --launch-count 1 \
-  --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
-  ./build/kvsim bench --benchmark_filter='BM_CudaPagedDecode/131072/0/' --benchmark_min_time=0.001
-step 30 ./build/kvsim trace gen --preset needle --tokens 4096 -o /tmp/needle4k.safetensors
-# One policy at a time, so one that hangs or crawls on the device is named by its own time limit.
-for pol in ${POLICIES:-full streaming snapkv quest chess sentencekv chunkkv sekv ctkvr}; do
-  step 12 ./build/kvsim replay /tmp/needle4k.safetensors --device cuda --max-steps 2 --policy "$pol"
-done
+# One paged decode at 128K tokens per lane width (NCU_LOOPS: lane_floats values, 0 = the default).
+if want ncu && [ -n "$ncu" ]; then
+  for loop in ${NCU_LOOPS:-0}; do
+    step 60 "$ncu" --clock-control none --kernel-name regex:split_kv --launch-skip 0 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+      ./build/kvsim bench --benchmark_filter="BM_CudaPagedDecode/tokens:131072/splits:0/lane_floats:${loop}/" \
+      --benchmark_min_time=0.001
+  done
+fi
+if want replay; then
+  step 30 ./build/kvsim trace gen --preset needle --tokens 4096 -o /tmp/needle4k.safetensors
+  # One policy at a time, so one that hangs or crawls on the device is named by its own time limit.
+  for pol in ${POLICIES:-full streaming snapkv quest chess sentencekv chunkkv sekv ctkvr}; do
+    step 12 ./build/kvsim replay /tmp/needle4k.safetensors --device cuda --max-steps 2 --policy "$pol"
+  done
+fi
 tail -c 3000 "$log"
