@@ -18,6 +18,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "kernels/emu/thread_context.hpp"
 
 namespace kvsim::emu::checker {
 namespace {
@@ -189,6 +190,7 @@ std::string short_name(const char* mangled) {
 struct Module {
   std::string file;
   size_t tls_bytes = 0;
+  const void* tls_data = nullptr;  // the calling thread's TLS block of the module (glibc's dlpi_tls_data)
 };
 
 int find_module(dl_phdr_info* info, size_t, void* data) {
@@ -207,11 +209,15 @@ int find_module(dl_phdr_info* info, size_t, void* data) {
   if (!mine) return 0;
   m->file = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
   m->tls_bytes = tls;
+  m->tls_data = info->dlpi_tls_data;
   return 1;
 }
 
 StaticSharedTable load_static_shared() {
   StaticSharedTable t;
+  // Touch this thread's tls_thread first: a dlopen'ed module (the Python extension) gets its TLS block
+  // on first use, and dlpi_tls_data is null until then.
+  const auto anchor_address = reinterpret_cast<uintptr_t>(&tls_thread);
   Module mod;
   dl_iterate_phdr(find_module, &mod);
   if (mod.file.empty()) {
@@ -252,6 +258,13 @@ StaticSharedTable load_static_shared() {
   if (!anchor) {
     t.problem = "no symbol table with kvsim::emu::tls_thread in " + mod.file + " (a stripped binary?)";
     t.arrays.clear();
+    // The block itself is still known from the loader (this thread's block and tls_thread in it), so its
+    // addresses, __shared__ arrays among them, are told apart from host pointers; the arrays' bounds and
+    // races are not checked.
+    if (mod.tls_data) {
+      t.anchor_offset = anchor_address - reinterpret_cast<uintptr_t>(mod.tls_data);
+      t.block_known = true;
+    }
     return t;
   }
   std::sort(t.arrays.begin(), t.arrays.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
@@ -259,7 +272,7 @@ StaticSharedTable load_static_shared() {
     a.shadow_base = t.shadow_bytes;
     t.shadow_bytes += a.bytes;
   }
-  t.loaded = true;
+  t.loaded = t.block_known = true;
   return t;
 }
 

@@ -60,6 +60,7 @@ struct StaticSharedTable {
   size_t tls_bytes = 0;                    // the module's whole TLS block
   size_t shadow_bytes = 0;                 // Σ arrays' bytes
   bool loaded = false;                     // false when the symbol table could not be read
+  bool block_known = false;                // the TLS block's place is known (anchor_offset), loaded or not
   std::string problem;                     // why not
 };
 // Read once per process.
