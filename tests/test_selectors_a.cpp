@@ -288,6 +288,75 @@ TEST(SelectorsAChess, NeedleNeedsAKeySideSignal) {
   EXPECT_GT(sel->statistics().at("selected_fraction").value, 0.3);  // a moderate budget
 }
 
+// Without the entropy trigger, what CHESS selects depends on the keys up to the query's position, not on
+// where the prompt ends: a prompt's complete pages get their page vectors at prefill, the rest at the
+// first selection, and both must be the same vectors. Prompts of 0, 1 and 2 complete pages (the edge
+// cases of prefill's build) and the trace's own; page 0 is scored like any other page (no sinks, one page
+// per chunk and grid, a keep fraction that a wrong page 0 vector shifts).
+TEST(SelectorsAChess, SelectionDoesNotDependOnWherePrefillEnds) {
+  TraceTokens t = tiny().tokens();
+  t.entropy.clear(), t.varentropy.clear();
+  const TokensOverride src(tiny(), t);
+  const TraceData base = load(src);
+  const int B = 16;
+  for (double rho : {0.3, 0.6, 0.9}) {
+    std::vector<std::vector<std::vector<HeadSelection>>> runs;
+    for (int64_t P : {int64_t(B / 2), int64_t(B), int64_t(B + B / 2), int64_t(2 * B), base.P}) {
+      TraceData d = base;
+      d.P = P;
+      auto sel = policies::chess::make_selector(
+          params("chess", {{"page_size", B}, {"sink_pages", 0}, {"chunk_pages", 1}, {"grid_chunks", 1}, {"rho_grid", 1},
+                           {"rho_chunk", 1}, {"rho_page", rho}, {"reselect_pages", 0.25}}));
+      // The same decode rows in every run: those at or after the trace's own prompt (run() would start at
+      // d.P, and `tiny` has query rows inside its prompt, its observation window).
+      runs.emplace_back();
+      sel->prefill(d);
+      for (int64_t s = 0; s < d.S && runs.back().size() < 48; ++s) {
+        if (d.position(s) < base.P) continue;
+        std::vector<HeadSelection> out(size_t(d.layers) * d.kv_heads);
+        sel->select(d, s, out);
+        runs.back().push_back(std::move(out));
+      }
+    }
+    for (size_t r = 1; r < runs.size(); ++r) {
+      ASSERT_EQ(runs[r].size(), runs[0].size());
+      for (size_t i = 0; i < runs[0].size(); ++i)
+        for (size_t j = 0; j < runs[0][i].size(); ++j)
+          ASSERT_EQ(runs[r][i][j].tokens, runs[0][i][j].tokens) << "rho_page " << rho << ", prompt " << r << ", step " << i;
+    }
+  }
+}
+
+// One history page (the pages before the window): every level keeps ceil(rho·1) = 1 candidate, so the
+// page is attended even without sinks. Pages of 1024 and a window of 1 make every decode row of `tiny`
+// (positions 1792..2047) see exactly two pages.
+TEST(SelectorsAChess, ASingleHistoryPageIsKept) {
+  const auto& d = tiny_data();
+  auto sel = policies::chess::make_selector(params("chess", {{"page_size", 1024}, {"sink_pages", 0}, {"window_pages", 1}}));
+  int64_t rows = 0;
+  run(*sel, d, 16, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
+    ASSERT_EQ((p + 1 + 1023) / 1024, 2);
+    for (const auto& o : out) ASSERT_EQ(int64_t(o.tokens.size()), p + 1) << "page 0 not kept at position " << p;
+    ++rows;
+  });
+  EXPECT_EQ(rows, 16);
+  EXPECT_EQ(sel->statistics().at("selected_pages").value, 1.0);
+}
+
+// Before the first decode step nothing has been selected: the counts are 0 and so are the means over
+// them; reselect_pages (generated pages per selection) reports the knob itself until there is a
+// selection to measure.
+TEST(SelectorsAChess, StatisticsBeforeAnyDecodeStep) {
+  auto sel = policies::chess::make_selector(params("chess", {{"page_size", 16}, {"reselect_pages", 3}}));
+  sel->prefill(tiny_data());
+  const auto st = sel->statistics();
+  for (const char* k : {"reselections", "triggered_reselections", "selected_fraction", "selected_pages"}) {
+    EXPECT_EQ(st.at(k).value, 0.0) << k;
+    EXPECT_EQ(st.at(k).samples, 0) << k;
+  }
+  EXPECT_EQ(st.at("reselect_pages").value, 3.0);
+}
+
 // ----------------------------------------------------------------------------------- sentencekv
 
 TEST(SelectorsASentenceKv, LargeBudgetAttendsEverything) {
@@ -477,7 +546,7 @@ void check_chunks(const std::vector<int32_t>& toks, int64_t P, int64_t c, int64_
 
 TEST(SelectorsAChunkKv, WholeChunksPlusWindow) {
   const auto& d = tiny_data();
-  for (int c : {10, 7}) {
+  for (int c : {10, 7, 1}) {  // 1: token-level selection, the smallest chunk the knob allows
     auto sel = policies::chunkkv::make_selector(params("chunkkv", {{"chunk_size", c}, {"budget_ratio", 0.1}, {"reuse_layers", 1}}));
     run(*sel, d, 3, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
       for (const auto& o : out) {
