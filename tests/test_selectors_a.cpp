@@ -548,15 +548,20 @@ TEST(SelectorsAChunkKv, WholeChunksPlusWindow) {
   const auto& d = tiny_data();
   for (int c : {10, 7, 1}) {  // 1: token-level selection, the smallest chunk the knob allows
     auto sel = policies::chunkkv::make_selector(params("chunkkv", {{"chunk_size", c}, {"budget_ratio", 0.1}, {"reuse_layers", 1}}));
+    double attended = 0;  // Σ over steps and heads of attended / (p + 1)
+    int64_t heads = 0;
     run(*sel, d, 3, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
       for (const auto& o : out) {
         check_chunks(o.tokens, d.P, c, 32, int64_t(std::floor(0.1 * double(d.P))));
         for (int64_t t = d.P; t <= p; ++t) EXPECT_TRUE(contains(o.tokens, t));
+        attended += double(o.tokens.size()) / double(p + 1), ++heads;
       }
     });
     const auto st = sel->statistics();
     EXPECT_GT(st.at("kept_fraction").value, 0.05);
     EXPECT_LE(st.at("kept_fraction").value, 0.1);
+    EXPECT_NEAR(st.at("selected_fraction").value, attended / double(heads), 1e-12);
+    EXPECT_EQ(st.at("selected_fraction").samples, heads);
   }
   auto sel = policies::chunkkv::make_selector(params("chunkkv", {{"budget_tokens", 100}, {"obs_window", 16}}));
   run(*sel, d, 1, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) {
