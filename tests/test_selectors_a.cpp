@@ -591,6 +591,39 @@ TEST(SelectorsAChunkKv, LayerWiseIndexReuse) {
   EXPECT_EQ(st.at("adjacent_layer_jaccard").value, reuse2->statistics().at("adjacent_layer_jaccard").value);
 }
 
+// adjacent_layer_jaccard (Algorithm 2's motivation, §3.3) is the mean over KV heads and adjacent layer
+// pairs of |A ∩ B| / |A ∪ B| of the layers' own kept prompt tokens; with three layers (two pairs) the
+// second pair is layers 1 and 2, not layer 0 again. `tiny` with a third layer.
+TEST(SelectorsAChunkKv, AdjacentLayerJaccardOverThreeLayers) {
+  SyntheticConfig c = load_synthetic_config("tiny");
+  c.layers = 3;
+  const SyntheticTrace tr(c);
+  const TraceData d = load(tr);
+  ASSERT_EQ(d.layers, 3);
+  auto sel = policies::chunkkv::make_selector(params("chunkkv", {{"reuse_layers", 1}, {"budget_ratio", 0.1}}));
+  std::vector<HeadSelection> first;
+  run(*sel, d, 1, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) { first = out; });
+  const auto prompt_part = [&](const std::vector<int32_t>& t) {
+    std::vector<int32_t> r;
+    for (int32_t x : t)
+      if (x < d.P) r.push_back(x);
+    return r;
+  };
+  double sum = 0;
+  int pairs = 0;
+  for (int l = 0; l + 1 < d.layers; ++l)
+    for (int h = 0; h < d.kv_heads; ++h) {
+      const auto a = prompt_part(first[size_t(l) * d.kv_heads + h].tokens);
+      const auto b = prompt_part(first[size_t(l + 1) * d.kv_heads + h].tokens);
+      std::vector<int32_t> both;
+      std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(both));
+      sum += double(both.size()) / double(a.size() + b.size() - both.size()), ++pairs;
+    }
+  const auto st = sel->statistics();
+  EXPECT_EQ(st.at("adjacent_layer_jaccard").samples, pairs);
+  EXPECT_NEAR(st.at("adjacent_layer_jaccard").value, sum / pairs, 1e-12);
+}
+
 TEST(SelectorsAChunkKv, NeedleFoundAtModerateBudget) {
   auto sel = policies::chunkkv::make_selector(params("chunkkv", {{"budget_ratio", 0.1}, {"reuse_layers", 1}}));
   EXPECT_GE(needle_recall(*sel), 0.5);
