@@ -592,14 +592,15 @@ TEST(SelectorsAChunkKv, LayerWiseIndexReuse) {
 }
 
 // adjacent_layer_jaccard (Algorithm 2's motivation, §3.3) is the mean over KV heads and adjacent layer
-// pairs of |A ∩ B| / |A ∪ B| of the layers' own kept prompt tokens; with three layers (two pairs) the
-// second pair is layers 1 and 2, not layer 0 again. `tiny` with a third layer.
-TEST(SelectorsAChunkKv, AdjacentLayerJaccardOverThreeLayers) {
+// pairs of |A ∩ B| / |A ∪ B| of the layers' own kept prompt tokens: with more than two layers, pair l is
+// layers l and l + 1. `tiny` with four layers (three layers are not enough to tell: its two KV heads'
+// overlaps are mirror images, so a sum over heads that took layer 0 for layer 1 came out the same).
+TEST(SelectorsAChunkKv, AdjacentLayerJaccardOverFourLayers) {
   SyntheticConfig c = load_synthetic_config("tiny");
-  c.layers = 3;
+  c.layers = 4;
   const SyntheticTrace tr(c);
   const TraceData d = load(tr);
-  ASSERT_EQ(d.layers, 3);
+  ASSERT_EQ(d.layers, 4);
   auto sel = policies::chunkkv::make_selector(params("chunkkv", {{"reuse_layers", 1}, {"budget_ratio", 0.1}}));
   std::vector<HeadSelection> first;
   run(*sel, d, 1, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) { first = out; });
