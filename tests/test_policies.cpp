@@ -361,6 +361,27 @@ TEST(Policies, CtkvrRhoIsTwoAndAHalfTimesRhoPrimeUnlessSet) {
                    L * hkv * C * std::ceil(2.5 * rho_prime) * 4 + queries);
 }
 
+// The budget axis scales init + local to the paper's 5% of the context (§3.1.1: 128 + 6,400 of 131,072),
+// each at least one token: below 512 prompt tokens 128/131072 of the prompt rounds to 0, and a CTKVR with
+// no initial (sink) token is not the paper's.
+TEST(Policies, CtkvrBudgetAxisScalesInitAndLocalAndKeepsOneOfEach) {
+  Rig r;
+  const Policy& ct = r.pol("ctkvr");
+  const auto knob = [&](const ParamValues& v, const char* k) { return v[size_t(ct.param_index(k))]; };
+  ParamValues v = ct.defaults();
+  ASSERT_TRUE(replay::set_budget(ct, v, 131072, 8192));
+  EXPECT_EQ(knob(v, "init_tokens"), 128.0);
+  EXPECT_EQ(knob(v, "local_tokens"), 6400.0);
+  EXPECT_EQ(knob(v, "budget_tokens"), 8192.0 - 6528.0);
+  v = ct.defaults();
+  ASSERT_TRUE(replay::set_budget(ct, v, 256, 64));  // 256·128/131072 = 0.25, 256·6400/131072 = 12.5
+  EXPECT_EQ(knob(v, "init_tokens"), 1.0);
+  EXPECT_EQ(knob(v, "local_tokens"), 13.0);
+  EXPECT_EQ(knob(v, "budget_tokens"), 64.0 - 14.0);
+  v = ct.defaults();
+  EXPECT_FALSE(replay::set_budget(ct, v, 256, 14));  // nothing left for rho'
+}
+
 // The index is what CTKVR pays to offload; when it is larger than the KV it moves out of HBM, the plan says so.
 TEST(Policies, CtkvrNotesWhenItsIndexExceedsTheKvItReplaces) {
   Rig r;

@@ -30,6 +30,15 @@ TEST(FairShare, TextbookCases) {
   EXPECT_DOUBLE_EQ(x[2], 1.0);
 }
 
+// One flow alone (the solver's own shortcut for the common event with one transfer in flight): at its solo
+// speed when every resource holds it, else slowed to the tightest resource's capacity over its use.
+TEST(FairShare, OneFlowAloneIsLimitedByItsTightestResource) {
+  EXPECT_DOUBLE_EQ(max_min_fair({10}, {Flow{{4}}})[0], 1.0);
+  EXPECT_DOUBLE_EQ(max_min_fair({10}, {Flow{{20}}})[0], 0.5);
+  EXPECT_DOUBLE_EQ(max_min_fair({10, 10, 10}, {Flow{{20, 0, 40}}})[0], 0.25);
+  EXPECT_DOUBLE_EQ(max_min_fair({10, 1}, {Flow{{5, 0}}})[0], 1.0);
+}
+
 // On random instances the result is feasible and max–min optimal: every flow is at its solo speed or
 // uses a saturated resource on which no other flow is faster.
 TEST(FairShare, RandomInstancesAreFeasibleAndMaxMinOptimal) {
