@@ -382,6 +382,22 @@ TEST(Policies, CtkvrBudgetAxisScalesInitAndLocalAndKeepsOneOfEach) {
   EXPECT_FALSE(replay::set_budget(ct, v, 256, 14));  // nothing left for rho'
 }
 
+// SEKV's budget axis: budget_ratio = B / P, never above 1 (a budget above the prompt attends all of it),
+// and the local window at most B / 2.
+TEST(Policies, SekvBudgetAxisIsTheRatioCappedAtOne) {
+  Rig r;
+  const Policy& se = r.pol("sekv");
+  const auto knob = [&](const ParamValues& v, const char* k) { return v[size_t(se.param_index(k))]; };
+  ParamValues v = se.defaults();
+  ASSERT_TRUE(replay::set_budget(se, v, 1000, 4000));
+  EXPECT_EQ(knob(v, "budget_ratio"), 1.0);
+  EXPECT_EQ(knob(v, "local_window"), std::min(knob(se.defaults(), "local_window"), 2000.0));
+  v = se.defaults();
+  ASSERT_TRUE(replay::set_budget(se, v, 1000, 200));
+  EXPECT_DOUBLE_EQ(knob(v, "budget_ratio"), 0.2);
+  EXPECT_EQ(knob(v, "local_window"), std::min(knob(se.defaults(), "local_window"), 100.0));
+}
+
 // The index is what CTKVR pays to offload; when it is larger than the KV it moves out of HBM, the plan says so.
 TEST(Policies, CtkvrNotesWhenItsIndexExceedsTheKvItReplaces) {
   Rig r;

@@ -284,6 +284,33 @@ TEST(SelectorsBSekv, DefaultsRunThroughTheFactory) {
   for (const auto& [k, v] : st) std::printf("sekv tiny defaults: %s = %g (%lld)\n", k.c_str(), v.value, (long long)v.samples);
 }
 
+// Each KV head routes on its own group's queries (eq. 4-5: a span's score is the max over the group), so
+// what one (layer, KV head) selects is the same in the whole trace and in a trace that stores only that
+// layer and head: no head's routing may read another head's queries. `tiny` and its layer 1, KV head 1.
+TEST(SelectorsBSekv, EachKvHeadRoutesOnItsOwnGroupsQueries) {
+  const Tiny& all = tiny();
+  const Tiny one({{"store_layers", "[1]"}, {"store_kv_heads", "[1]"}});
+  ASSERT_EQ(one.D.layers, 1);
+  ASSERT_EQ(one.D.kv_heads, 1);
+  ASSERT_EQ(all.D.layers, 2);
+  ASSERT_EQ(all.D.kv_heads, 2);
+  const int64_t T = all.D.T, d = all.D.d;
+  ASSERT_TRUE(std::equal(one.D.k(0, 0), one.D.k(0, 0) + T * d, all.D.k(1, 1)));  // the same stored keys
+  const ParamValues v = params("sekv", {{"local_window", 64}, {"budget_ratio", 0.6}, {"min_span", 8}});
+  policies::sekv::SekvSelector a(v), b(v);
+  a.prefill(all.D), b.prefill(one.D);
+  int zoomed = 0;
+  for (int64_t s = all.first_decode(); s < all.D.S; s += 16) {
+    const auto sa = run_select(a, all.D, s), sb = run_select(b, one.D, s);
+    const HeadSelection &x = sa[size_t(1) * all.D.kv_heads + 1], &y = sb[0];
+    EXPECT_EQ(a.last_zoomed(1, 1), b.last_zoomed(0, 0)) << "row " << s;
+    EXPECT_EQ(x.tokens, y.tokens) << "row " << s;
+    EXPECT_EQ(x.extra_tokens, y.extra_tokens) << "row " << s;
+    zoomed += !x.extra_tokens.empty();
+  }
+  EXPECT_GT(zoomed, 0);  // the routing chose something to compare
+}
+
 // ---------------------------------------------------------------- ctkvr
 
 ParamValues ctkvr_small(std::vector<std::pair<std::string, double>> extra = {}) {
