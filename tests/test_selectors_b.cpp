@@ -286,29 +286,50 @@ TEST(SelectorsBSekv, DefaultsRunThroughTheFactory) {
 
 // Each KV head routes on its own group's queries (eq. 4-5: a span's score is the max over the group), so
 // what one (layer, KV head) selects is the same in the whole trace and in a trace that stores only that
-// layer and head: no head's routing may read another head's queries. `tiny` and its layer 1, KV head 1.
+// layer and head: no head's routing may read another head's queries. `tiny` and its layer 1, KV head 1,
+// with its groups of two query heads and with one (MHA, where a query left out changes every score).
 TEST(SelectorsBSekv, EachKvHeadRoutesOnItsOwnGroupsQueries) {
-  const Tiny& all = tiny();
-  const Tiny one({{"store_layers", "[1]"}, {"store_kv_heads", "[1]"}});
-  ASSERT_EQ(one.D.layers, 1);
-  ASSERT_EQ(one.D.kv_heads, 1);
-  ASSERT_EQ(all.D.layers, 2);
-  ASSERT_EQ(all.D.kv_heads, 2);
-  const int64_t T = all.D.T, d = all.D.d;
-  ASSERT_TRUE(std::equal(one.D.k(0, 0), one.D.k(0, 0) + T * d, all.D.k(1, 1)));  // the same stored keys
-  const ParamValues v = params("sekv", {{"local_window", 64}, {"budget_ratio", 0.6}, {"min_span", 8}});
-  policies::sekv::SekvSelector a(v), b(v);
-  a.prefill(all.D), b.prefill(one.D);
-  int zoomed = 0;
-  for (int64_t s = all.first_decode(); s < all.D.S; s += 16) {
-    const auto sa = run_select(a, all.D, s), sb = run_select(b, one.D, s);
-    const HeadSelection &x = sa[size_t(1) * all.D.kv_heads + 1], &y = sb[0];
-    EXPECT_EQ(a.last_zoomed(1, 1), b.last_zoomed(0, 0)) << "row " << s;
-    EXPECT_EQ(x.tokens, y.tokens) << "row " << s;
-    EXPECT_EQ(x.extra_tokens, y.extra_tokens) << "row " << s;
-    zoomed += !x.extra_tokens.empty();
+  for (const char* heads : {"4", "2"}) {
+    SCOPED_TRACE(testing::Message() << heads << " query heads on 2 KV heads");
+    using Options = std::vector<std::pair<std::string, std::string>>;
+    const Tiny all(Options{{"heads", heads}});
+    const Tiny one(Options{{"heads", heads}, {"store_layers", "[1]"}, {"store_kv_heads", "[1]"}});
+    ASSERT_EQ(one.D.layers, 1);
+    ASSERT_EQ(one.D.kv_heads, 1);
+    ASSERT_EQ(all.D.layers, 2);
+    ASSERT_EQ(all.D.kv_heads, 2);
+    const int64_t T = all.D.T, d = all.D.d;
+    ASSERT_TRUE(std::equal(one.D.k(0, 0), one.D.k(0, 0) + T * d, all.D.k(1, 1)));  // the same stored keys
+    const ParamValues v = params("sekv", {{"local_window", 64}, {"budget_ratio", 0.6}, {"min_span", 8}});
+    policies::sekv::SekvSelector a(v), b(v);
+    a.prefill(all.D), b.prefill(one.D);
+    int zoomed = 0;
+    for (int64_t s = all.first_decode(); s < all.D.S; s += 16) {
+      const auto sa = run_select(a, all.D, s), sb = run_select(b, one.D, s);
+      const HeadSelection &x = sa[size_t(1) * all.D.kv_heads + 1], &y = sb[0];
+      EXPECT_EQ(a.last_zoomed(1, 1), b.last_zoomed(0, 0)) << "row " << s;
+      EXPECT_EQ(x.tokens, y.tokens) << "row " << s;
+      EXPECT_EQ(x.extra_tokens, y.extra_tokens) << "row " << s;
+      zoomed += !x.extra_tokens.empty();
+    }
+    EXPECT_GT(zoomed, 0);  // the routing chose something to compare
   }
-  EXPECT_GT(zoomed, 0);  // the routing chose something to compare
+}
+
+// The routing reads the query: a span's score is the query's similarity to the span's summary (eq. 4-5),
+// so which spans are zoomed changes from one decode row to another. With MHA (one query per KV head) a
+// routing that missed the query would zoom the same spans on every row.
+TEST(SelectorsBSekv, TheZoomFollowsTheQuery) {
+  const Tiny t(std::vector<std::pair<std::string, std::string>>{{"heads", "2"}});
+  policies::sekv::SekvSelector sel(params("sekv", {{"local_window", 64}, {"budget_ratio", 0.6}, {"min_span", 8}}));
+  sel.prefill(t.D);
+  std::vector<std::set<std::vector<int32_t>>> seen(size_t(t.D.layers) * t.D.kv_heads);
+  for (int64_t s = t.first_decode(); s < t.D.S; s += 16) {
+    run_select(sel, t.D, s);
+    for (int l = 0; l < t.D.layers; ++l)
+      for (int h = 0; h < t.D.kv_heads; ++h) seen[size_t(l) * t.D.kv_heads + h].insert(sel.last_zoomed(l, h));
+  }
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_GT(seen[i].size(), 1u) << "slot " << i << " zooms the same spans on every row";
 }
 
 // ---------------------------------------------------------------- ctkvr
