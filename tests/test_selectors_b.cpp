@@ -376,6 +376,25 @@ TEST(SelectorsBCtkvr, RecallIsDeduplicatedAndAlphaIsUniqueOverRhoCPrime) {
   EXPECT_EQ(ref::dedup(ids), (std::vector<int32_t>{0, 3, 5, 9}));
 }
 
+// C' = 1 (probes, the knob's smallest value): each step recalls the keys of one centroid, at most rho of them.
+TEST(SelectorsBCtkvr, OneProbeRecallsOneCentroidsKeys) {
+  const Tiny& t = tiny();
+  policies::ctkvr::CtkvrSelector sel(ctkvr_small({{"probes", 1}}));
+  sel.prefill(t.D);
+  size_t most = 0;
+  const int64_t s0 = t.first_decode();
+  for (int64_t s = s0; s < s0 + 10; ++s) {
+    run_select(sel, t.D, s);
+    for (int l = 0; l < t.D.layers; ++l)
+      for (int h = 0; h < t.D.kv_heads; ++h) {
+        EXPECT_LE(sel.last_recall(l, h).size(), 320u);  // rho of ctkvr_small
+        most = std::max(most, sel.last_recall(l, h).size());
+      }
+  }
+  EXPECT_GT(most, 0u);
+  EXPECT_LE(sel.statistics().at("dedup").value, 1.0);
+}
+
 TEST(SelectorsBCtkvr, EveryCentroidEveryKeySelectsEveryToken) {
   const Tiny& t = tiny();
   const double P = double(t.D.P);
