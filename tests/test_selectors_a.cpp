@@ -655,6 +655,30 @@ TEST(SelectorsAAll, PrefillStartsStatisticsOver) {
   }
 }
 
+// A KV head's group of query heads is a set: SentenceKV and ChunkKV aggregate the group's observation-window
+// scores (a sum), so listing the group's query heads in the other order selects the same tokens.
+TEST(SelectorsAAll, TheOrderOfAGroupsQueryHeadsDoesNotMatter) {
+  const auto& d = tiny_data();
+  TraceData swapped = d;
+  for (auto& g : swapped.group_of) {
+    ASSERT_EQ(g.size(), 2u);
+    std::reverse(g.begin(), g.end());
+  }
+  const auto make = [](int i) -> std::unique_ptr<replay::TraceSelector> {
+    if (i == 0) return policies::sentencekv::make_selector(params("sentencekv", {{"token_budget", 256}, {"keep_factor", 2}}));
+    return policies::chunkkv::make_selector(params("chunkkv", {{"reuse_layers", 1}}));
+  };
+  for (int i = 0; i < 2; ++i) {
+    auto a = make(i), b = make(i);
+    std::vector<std::vector<HeadSelection>> x, y;
+    run(*a, d, 8, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) { x.push_back(out); });
+    run(*b, swapped, 8, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) { y.push_back(out); });
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t s = 0; s < x.size(); ++s)
+      for (size_t j = 0; j < x[s].size(); ++j) EXPECT_EQ(x[s][j].tokens, y[s][j].tokens) << "selector " << i << " step " << s << " slot " << j;
+  }
+}
+
 TEST(SelectorsAChunkKv, ReuseCopiesTheFirstLayersChoice) {
   // On `tiny`, layer 0's KV heads are local heads and layer 1's retrieval heads: with reuse 2, layer 1
   // inherits layer 0's choice and loses the needle that its own selection finds (docs/selectors.md).
