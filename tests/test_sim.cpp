@@ -8,6 +8,7 @@
 #include "sim/fair_share.hpp"
 #include "model/resources.hpp"
 #include "sim/step_graph.hpp"
+#include "sim/timeline.hpp"
 #include "test_util.hpp"
 #include "policies/registry.hpp"
 
@@ -205,4 +206,28 @@ TEST(StepGraph, AThreadLimitedHostPhaseAloneTakesItsRoofline) {
   two.add_phase(to_sim_phase(p, d.machine));
   two.add_phase(to_sim_phase(p, d.machine));
   EXPECT_NEAR(two.run(capacities(d.machine)).makespan, rt.seconds, rt.seconds * 1e-12);
+}
+
+// The Chrome timeline's `launch` track shows a phase's fixed latency; a phase without one (a copy queued
+// behind another, a host phase) has no slice there, not a slice of zero length.
+TEST(Timeline, OnlyPhasesWithALatencyHaveALaunchSlice) {
+  StepGraph g(1);
+  SimPhase a;
+  a.name = "with_latency", a.latency = 5e-6, a.amount = {1.0};
+  SimPhase b;
+  b.name = "without", b.latency = 0, b.amount = {2.0};
+  const size_t ia = g.add_phase(a), ib = g.add_phase(b);
+  g.add_edge(ia, ib);
+  const std::vector<double> cap = {1e6};
+  const SimTiming t = g.run(cap);
+  nlohmann::json events = nlohmann::json::array();
+  append_timeline(events, 1, "test", g, t, cap, {"hbm"});
+  std::vector<std::string> launch, hbm;
+  for (const auto& e : events) {
+    if (e["ph"] != "X") continue;
+    (e["tid"] == 0 ? launch : hbm).push_back(e["name"]);
+    EXPECT_GT(e["dur"].get<double>(), 0) << e.dump();
+  }
+  EXPECT_EQ(launch, (std::vector<std::string>{"with_latency"}));
+  EXPECT_EQ(hbm, (std::vector<std::string>{"with_latency", "without"}));
 }
