@@ -562,6 +562,8 @@ TEST(SelectorsAChunkKv, WholeChunksPlusWindow) {
     EXPECT_LE(st.at("kept_fraction").value, 0.1);
     EXPECT_NEAR(st.at("selected_fraction").value, attended / double(heads), 1e-12);
     EXPECT_EQ(st.at("selected_fraction").samples, heads);
+    EXPECT_EQ(st.at("obs_window").value, 32.0);  // tiny's 32 question rows: the default obs_window, all there
+    EXPECT_EQ(st.at("obs_window").samples, 1);    // one window per trace
   }
   auto sel = policies::chunkkv::make_selector(params("chunkkv", {{"budget_tokens", 100}, {"obs_window", 16}}));
   run(*sel, d, 1, [&](int64_t, int64_t, const std::vector<HeadSelection>& out) {
