@@ -56,6 +56,18 @@ TEST(PhaseTraffic, NoUpperEndIsLooserThanTheMeasuredRatioNeeds) {
   }
 }
 
+// The table prints byte counts with k and M: 33,564,672 model bytes read as 33.6M, 4,128 as 4.13k.
+TEST(PhaseTraffic, TheTablePrintsBytesInKAndM) {
+  PhaseTrafficRow r;
+  r.policy = "full", r.phase = "attention", r.kind = "attention", r.device = "gpu", r.linked = true;
+  r.model_bytes = 33564672, r.dram_bytes = 34099296, r.sector_bytes = 4128, r.useful_bytes = 4128;
+  r.ratio = r.dram_bytes / r.model_bytes;
+  const std::string t = phase_traffic_table({r}, TrafficShape{});
+  EXPECT_NE(t.find("33.6M"), std::string::npos) << t;
+  EXPECT_NE(t.find("34.1M"), std::string::npos) << t;
+  EXPECT_NE(t.find("4.13k"), std::string::npos) << t;
+}
+
 TEST(PhaseTraffic, EveryLinkNamesAGpuPhaseOfItsOwnPolicy) {
   const GpuSpec g = load_gpu_file(resolve(LibraryKind::hardware, "h100-sxm", "test", 0, "hardware"));
   const HostSpec h = load_host_file(resolve(LibraryKind::host, g.default_host, "test", 0, "host"));

@@ -160,6 +160,10 @@ TEST(SelectorsBSekv, ReconstructionErrorEqualsDiscardedEnergy) {
   EXPECT_GT(st.at("effective_rank").value, 0);
   EXPECT_LE(st.at("effective_rank").value, 8);
   EXPECT_LE(st.at("rank_ratio").value, 1.0);
+  // The ranks are counted over spans for K and V together; each error over the spans of one of them.
+  ASSERT_TRUE(st.count("recon_error_k") && st.count("recon_error_v"));
+  EXPECT_EQ(st.at("recon_error_k").samples * 2, st.at("effective_rank").samples);
+  EXPECT_EQ(st.at("recon_error_v").samples, st.at("recon_error_k").samples);
 }
 
 TEST(SelectorsBSekv, CoarseEntriesAreWeightedMeansWithLogSpanBias) {
@@ -497,6 +501,9 @@ TEST(SelectorsBCtkvr, SampledObservationChangesNoSelection) {
   }
   const auto sa = every.statistics(), sb = sampled.statistics();
   ASSERT_TRUE(sa.count("centroid_recall") && sb.count("centroid_recall"));
+  // The description says which rows were observed.
+  EXPECT_NE(sa.at("centroid_recall").doc.find("(every row)"), std::string::npos) << sa.at("centroid_recall").doc;
+  EXPECT_NE(sb.at("topk_recall").doc.find("(rows s % 4 == 0)"), std::string::npos) << sb.at("topk_recall").doc;
   const int64_t pairs = int64_t(t.D.layers) * t.D.kv_heads;
   EXPECT_EQ(sa.at("centroid_recall").samples, rows * pairs);
   EXPECT_EQ(sb.at("centroid_recall").samples, observed * pairs);
