@@ -41,6 +41,23 @@ class TokensOverride final : public TraceSource {
   TraceTokens tok_;
 };
 
+// A TraceSource forwarding to another one, with its meta replaced.
+class MetaOverride final : public TraceSource {
+ public:
+  MetaOverride(const TraceSource& base, TraceMeta m) : base_(base), meta_(std::move(m)) {}
+  const TraceMeta& meta() const override { return meta_; }
+  const TraceTokens& tokens() const override { return base_.tokens(); }
+  bool has_values() const override { return base_.has_values(); }
+  DType storage_dtype() const override { return base_.storage_dtype(); }
+  void keys(int l, int h, int64_t a, int64_t b, float* o) const override { base_.keys(l, h, a, b, o); }
+  void values(int l, int h, int64_t a, int64_t b, float* o) const override { base_.values(l, h, a, b, o); }
+  void queries(int l, int q, int64_t a, int64_t b, float* o) const override { base_.queries(l, q, a, b, o); }
+
+ private:
+  const TraceSource& base_;
+  TraceMeta meta_;
+};
+
 // The trace in float, as replay loads it (no memory limit in tests).
 TraceData load(const TraceSource& src) { return replay::load_trace_data(src, 1e15, "test trace"); }
 
@@ -365,6 +382,27 @@ TEST(SelectorsASentenceKv, LargeBudgetAttendsEverything) {
   run(*sel, d, 40, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
     for (const auto& o : out) ASSERT_EQ(int64_t(o.tokens.size()), p + 1);
   });
+}
+
+// A trace whose sentence marks do not start at token 0 (a captured one may mark its first sentence later):
+// the tokens before the first mark are a sentence of their own, so with no sinks and a budget covering
+// the prompt token 0 is still attended.
+TEST(SelectorsASentenceKv, TokensBeforeTheFirstSentenceMarkAreASentence) {
+  TraceMeta m = tiny().meta();
+  ASSERT_EQ(m.sentence_starts.at(0), 0);
+  m.sentence_starts.erase(m.sentence_starts.begin());
+  const MetaOverride src(tiny(), m);
+  const TraceData d = load(src);
+  auto sel = policies::sentencekv::make_selector(
+      params("sentencekv", {{"token_budget", 1e6}, {"keep_factor", 100}, {"sinks", 0}}));
+  run(*sel, d, 8, [&](int64_t, int64_t p, const std::vector<HeadSelection>& out) {
+    for (const auto& o : out) {
+      ASSERT_EQ(int64_t(o.tokens.size()), p + 1);
+      ASSERT_EQ(o.tokens.front(), 0);
+    }
+  });
+  EXPECT_EQ(sel->statistics().at("mean_sentence_tokens").samples, int64_t(std::count_if(
+      m.sentence_starts.begin(), m.sentence_starts.end(), [&](int64_t t) { return t < d.P; })) + 1);
 }
 
 TEST(SelectorsASentenceKv, SentencesTakenInScoreOrder) {
