@@ -617,6 +617,10 @@ TEST(Policies, SekvSaysWhenThereIsNoRoomToZoom) {
                             "spans 108 = 620 tokens) exceeds the GPU-resident budget (budget_ratio 0.1 x 4096 = 410"),
             std::string::npos)
       << a.notes[0];
+  // ... and says what follows: nothing is zoomed, and by how much the resident set is over.
+  EXPECT_NE(a.notes[0].find("tokens per layer and KV head); every compressed span stays coarse and the resident set is "),
+            std::string::npos)
+      << a.notes[0];
   // The override cannot zoom either, and gets the same note.
   const PlanResult a2 = r.plan("sekv", 4096, 1, {{"zoom_rate", 0.01}});
   EXPECT_EQ(find_phase(a2.decode, "fetch_factors")->work.h2d_bytes, 0);
