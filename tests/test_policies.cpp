@@ -59,6 +59,10 @@ double phase_seconds(const StepResult& r, std::initializer_list<std::string_view
       if (p.phase.name == n) s += p.seconds;
   return s;
 }
+
+// A knob's value by name in a policy's parameter values.
+double knob(const Policy& pol, const ParamValues& v, const char* name) { return v[size_t(pol.param_index(name))]; }
+
 }  // namespace
 
 // The parameter names are part of the interface: scenario files and sweeps use them.
@@ -367,17 +371,16 @@ TEST(Policies, CtkvrRhoIsTwoAndAHalfTimesRhoPrimeUnlessSet) {
 TEST(Policies, CtkvrBudgetAxisScalesInitAndLocalAndKeepsOneOfEach) {
   Rig r;
   const Policy& ct = r.pol("ctkvr");
-  const auto knob = [&](const ParamValues& v, const char* k) { return v[size_t(ct.param_index(k))]; };
   ParamValues v = ct.defaults();
   ASSERT_TRUE(replay::set_budget(ct, v, 131072, 8192));
-  EXPECT_EQ(knob(v, "init_tokens"), 128.0);
-  EXPECT_EQ(knob(v, "local_tokens"), 6400.0);
-  EXPECT_EQ(knob(v, "budget_tokens"), 8192.0 - 6528.0);
+  EXPECT_EQ(knob(ct, v, "init_tokens"), 128.0);
+  EXPECT_EQ(knob(ct, v, "local_tokens"), 6400.0);
+  EXPECT_EQ(knob(ct, v, "budget_tokens"), 8192.0 - 6528.0);
   v = ct.defaults();
   ASSERT_TRUE(replay::set_budget(ct, v, 256, 64));  // 256·128/131072 = 0.25, 256·6400/131072 = 12.5
-  EXPECT_EQ(knob(v, "init_tokens"), 1.0);
-  EXPECT_EQ(knob(v, "local_tokens"), 13.0);
-  EXPECT_EQ(knob(v, "budget_tokens"), 64.0 - 14.0);
+  EXPECT_EQ(knob(ct, v, "init_tokens"), 1.0);
+  EXPECT_EQ(knob(ct, v, "local_tokens"), 13.0);
+  EXPECT_EQ(knob(ct, v, "budget_tokens"), 64.0 - 14.0);
   v = ct.defaults();
   EXPECT_FALSE(replay::set_budget(ct, v, 256, 14));  // nothing left for rho'
 }
@@ -387,15 +390,14 @@ TEST(Policies, CtkvrBudgetAxisScalesInitAndLocalAndKeepsOneOfEach) {
 TEST(Policies, SekvBudgetAxisIsTheRatioCappedAtOne) {
   Rig r;
   const Policy& se = r.pol("sekv");
-  const auto knob = [&](const ParamValues& v, const char* k) { return v[size_t(se.param_index(k))]; };
   ParamValues v = se.defaults();
   ASSERT_TRUE(replay::set_budget(se, v, 1000, 4000));
-  EXPECT_EQ(knob(v, "budget_ratio"), 1.0);
-  EXPECT_EQ(knob(v, "local_window"), std::min(knob(se.defaults(), "local_window"), 2000.0));
+  EXPECT_EQ(knob(se, v, "budget_ratio"), 1.0);
+  EXPECT_EQ(knob(se, v, "local_window"), std::min(knob(se, se.defaults(), "local_window"), 2000.0));
   v = se.defaults();
   ASSERT_TRUE(replay::set_budget(se, v, 1000, 200));
-  EXPECT_DOUBLE_EQ(knob(v, "budget_ratio"), 0.2);
-  EXPECT_EQ(knob(v, "local_window"), std::min(knob(se.defaults(), "local_window"), 100.0));
+  EXPECT_DOUBLE_EQ(knob(se, v, "budget_ratio"), 0.2);
+  EXPECT_EQ(knob(se, v, "local_window"), std::min(knob(se, se.defaults(), "local_window"), 100.0));
 }
 
 // The index is what CTKVR pays to offload; when it is larger than the KV it moves out of HBM, the plan says so.

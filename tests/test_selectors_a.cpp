@@ -24,11 +24,12 @@ using kvsim::replay::TraceData;
 
 namespace {
 
-// A TraceSource forwarding to another one, with its entropy/varentropy replaced (empty = none).
-class TokensOverride final : public TraceSource {
+// A TraceSource forwarding to another one, with its meta and tokens replaced (edited copies of the base's:
+// entropy/varentropy cleared, a sentence mark removed).
+class Edited final : public TraceSource {
  public:
-  TokensOverride(const TraceSource& base, TraceTokens t) : base_(base), tok_(std::move(t)) {}
-  const TraceMeta& meta() const override { return base_.meta(); }
+  Edited(const TraceSource& base, TraceMeta m, TraceTokens t) : base_(base), meta_(std::move(m)), tok_(std::move(t)) {}
+  const TraceMeta& meta() const override { return meta_; }
   const TraceTokens& tokens() const override { return tok_; }
   bool has_values() const override { return base_.has_values(); }
   DType storage_dtype() const override { return base_.storage_dtype(); }
@@ -38,24 +39,8 @@ class TokensOverride final : public TraceSource {
 
  private:
   const TraceSource& base_;
-  TraceTokens tok_;
-};
-
-// A TraceSource forwarding to another one, with its meta replaced.
-class MetaOverride final : public TraceSource {
- public:
-  MetaOverride(const TraceSource& base, TraceMeta m) : base_(base), meta_(std::move(m)) {}
-  const TraceMeta& meta() const override { return meta_; }
-  const TraceTokens& tokens() const override { return base_.tokens(); }
-  bool has_values() const override { return base_.has_values(); }
-  DType storage_dtype() const override { return base_.storage_dtype(); }
-  void keys(int l, int h, int64_t a, int64_t b, float* o) const override { base_.keys(l, h, a, b, o); }
-  void values(int l, int h, int64_t a, int64_t b, float* o) const override { base_.values(l, h, a, b, o); }
-  void queries(int l, int q, int64_t a, int64_t b, float* o) const override { base_.queries(l, q, a, b, o); }
-
- private:
-  const TraceSource& base_;
   TraceMeta meta_;
+  TraceTokens tok_;
 };
 
 // The trace in float, as replay loads it (no memory limit in tests).
@@ -208,7 +193,7 @@ TEST(SelectorsAChess, SinksAndWindowAlwaysPresent) {
 TEST(SelectorsAChess, PeriodicReselectionWithoutEntropy) {
   TraceTokens t = tiny().tokens();
   t.entropy.clear(), t.varentropy.clear();
-  const TokensOverride src(tiny(), t);
+  const Edited src(tiny(), tiny().meta(), t);
   const TraceData d = load(src);
   const int B = 16;
   auto sel = policies::chess::make_selector(params("chess", {{"page_size", B}, {"reselect_pages", 2}}));
@@ -233,7 +218,7 @@ TEST(SelectorsAChess, UncertaintyTriggerAfterCalibration) {
   for (int64_t i = 64; i < 80; ++i) t.entropy[size_t(i)] = 4.f, t.varentropy[size_t(i)] = 6.f;
   // Page 8: only the entropy is high — not in Fig. 4's upper-right region, no trigger.
   for (int64_t i = 128; i < 144; ++i) t.entropy[size_t(i)] = 4.f;
-  const TokensOverride src(tiny(), t);
+  const Edited src(tiny(), tiny().meta(), t);
   const TraceData d = load(src);
   auto sel = policies::chess::make_selector(params("chess", {{"page_size", B}, {"reselect_pages", 2}}));
   std::vector<int64_t> changes;
@@ -313,7 +298,7 @@ TEST(SelectorsAChess, NeedleNeedsAKeySideSignal) {
 TEST(SelectorsAChess, SelectionDoesNotDependOnWherePrefillEnds) {
   TraceTokens t = tiny().tokens();
   t.entropy.clear(), t.varentropy.clear();
-  const TokensOverride src(tiny(), t);
+  const Edited src(tiny(), tiny().meta(), t);
   const TraceData base = load(src);
   const int B = 16;
   for (double rho : {0.3, 0.6, 0.9}) {
@@ -391,7 +376,7 @@ TEST(SelectorsASentenceKv, TokensBeforeTheFirstSentenceMarkAreASentence) {
   TraceMeta m = tiny().meta();
   ASSERT_EQ(m.sentence_starts.at(0), 0);
   m.sentence_starts.erase(m.sentence_starts.begin());
-  const MetaOverride src(tiny(), m);
+  const Edited src(tiny(), m, tiny().tokens());
   const TraceData d = load(src);
   auto sel = policies::sentencekv::make_selector(
       params("sentencekv", {{"token_budget", 1e6}, {"keep_factor", 100}, {"sinks", 0}}));
