@@ -115,10 +115,18 @@ struct Phase {
   // exactly the phase's roofline time.
   double lead_fraction = 0;
   // The step's shape, set by the planner on every phase (0 = not known): the tokens each sequence
-  // attends to and the sequences in the step. Efficiency curves may be measured against them.
-  double context_tokens = 0;
-  double batch = 0;
+  // attends to and the sequences in the step. Efficiency curves may be measured against them. Whole
+  // counts, exact in a float up to 16M (floats keep Phase at 128 bytes with the two fields below).
+  float context_tokens = 0;
+  float batch = 0;
+  // A selection's shape per instance (kind select; 0 = not declared): the independent rows it selects
+  // in (sequences x heads or groups) and the scores in each row. The kernel model of a top-k reads
+  // them (model/kernel_model.hpp): how many blocks the kernel runs, and whether PyTorch takes its
+  // multi-block path. Structural, so an amortized phase (work scaled by a fraction of steps) keeps them.
+  float rows = 0;
+  float row_elements = 0;
 };
+static_assert(sizeof(Phase) <= 128, "Phase is copied per layer and per design point: keep it at 128 bytes");
 
 // The GPU kernels a phase launches: its launches, unless they are a host phase's host calls (lanes).
 inline double gpu_launches(const Phase& p) {

@@ -44,7 +44,7 @@ double sum_phases(const Deployment& d, const PhaseList& phases, std::string_view
   for (const Phase& ph : phases) {
     const PhaseTime t = roofline(ph, d.machine);
     total += t.seconds;
-    if (out) out->push_back({ph, stage, t.seconds, t.bound, t.extrapolated, t.ceiling, t.curve});
+    if (out) out->push_back({ph, stage, t.seconds, t.bound, t.extrapolated, t.ceiling, t.curve, t.kernel, t.kernel_class_curve});
   }
   return total;
 }
@@ -284,9 +284,21 @@ std::vector<UnmeasuredPhase> PlanResult::unmeasured_phases(const Calibration& ca
     for (const PhaseResult& p : *list) {
       const Ceiling c = p.ceiling;
       if (c == Ceiling::count || p.curve || is_host_ceiling(c) || cal.constant_measured(p.phase.kind, c)) continue;
+      if (p.kernel != KernelModelId::none) continue;  // a kernel model priced it (modeled_phases)
       if (std::any_of(out.begin(), out.end(), [&](const UnmeasuredPhase& u) { return u.name == p.phase.name; })) continue;
       out.push_back({p.phase.name, p.stage, p.phase.kind, c, cal[p.phase.kind][c],
                      cal.efficiency(p.phase.kind, c, p.phase.run_bytes), cal.constant_source(p.phase.kind, c)});
+    }
+  return out;
+}
+
+std::vector<ModeledPhase> PlanResult::modeled_phases() const {
+  std::vector<ModeledPhase> out;
+  for (const auto* list : {&prefill, &decode})
+    for (const PhaseResult& p : *list) {
+      if (p.kernel == KernelModelId::none) continue;
+      if (std::any_of(out.begin(), out.end(), [&](const ModeledPhase& m) { return m.name == p.phase.name; })) continue;
+      out.push_back({p.phase.name, p.stage, p.kernel, p.kernel_class_curve});
     }
   return out;
 }

@@ -29,6 +29,17 @@ struct PhaseResult {
   // came from a curve (PhaseTime).
   Ceiling ceiling = Ceiling::count;
   bool curve = false;
+  // The kernel model that priced it (none: a curve, a measured constant, the host, or the bare
+  // roofline) and whether the model's class curve was measured (PhaseTime).
+  KernelModelId kernel = KernelModelId::none;
+  bool kernel_class_curve = false;
+};
+
+// A phase priced by a kernel model (model/kernel_model.hpp) rather than by a curve of its own.
+struct ModeledPhase {
+  std::string_view name, stage;
+  KernelModelId model = KernelModelId::none;
+  bool class_curve = false;  // the model's class efficiency came from a measured curve
 };
 
 // A GPU-side phase whose binding ceiling ran at a constant fallback efficiency: no curve (published
@@ -92,6 +103,8 @@ struct PlanResult {
   // the calibration the plan was made with: none when `cal` is uncalibrated (the whole plan is then
   // the roofline bound, and says so). Each name once, prefill before decode.
   std::vector<UnmeasuredPhase> unmeasured_phases(const Calibration& cal) const;
+  // The phases a kernel model priced, each name once, prefill before decode.
+  std::vector<ModeledPhase> modeled_phases() const;
 };
 
 // Memory only: the per-tier footprint at `batch` (0 = max) and the max batch.

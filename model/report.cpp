@@ -75,6 +75,39 @@ void unmeasured_line(std::ostream& o, const std::vector<UnmeasuredPhase>& un) {
   o << "\n";
 }
 
+// How a kernel model's check reads: "torch_topk, checked: median |error| 31% over 10 published points".
+std::string model_check_text(KernelModelId id) {
+  const KernelModelCheck& c = kernel_model_check(id);
+  std::string t(to_string(id));
+  if (c.counted == 0) return t + ", not checked against a published kernel timing";
+  return t + ", checked: median |error| " + fmt("%.0f%%", 100 * c.median_abs_error) + " over " +
+         std::to_string(c.counted) + " published points";
+}
+
+// The phases a kernel model priced (PlanResult::modeled_phases), one line.
+void modeled_line(std::ostream& o, const std::vector<ModeledPhase>& ms) {
+  if (ms.empty()) return;
+  o << "    kernel models (no measured curve of their own; docs/validation/kernel-models.md):";
+  for (size_t i = 0; i < ms.size(); ++i)
+    o << (i ? "; " : " ") << ms[i].name << " (" << model_check_text(ms[i].model)
+      << (ms[i].class_curve ? "" : "; its class curve unmeasured on this GPU") << ")";
+  o << "\n";
+}
+
+nlohmann::json modeled_json(const std::vector<ModeledPhase>& ms) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const ModeledPhase& m : ms) {
+    const KernelModelCheck& c = kernel_model_check(m.model);
+    a.push_back({{"name", std::string(m.name)},
+                 {"stage", std::string(m.stage)},
+                 {"model", std::string(to_string(m.model))},
+                 {"class_curve_measured", m.class_curve},
+                 {"checked_points", c.counted},
+                 {"checked_median_abs_error", c.counted ? nlohmann::json(c.median_abs_error) : nlohmann::json(nullptr)}});
+  }
+  return a;
+}
+
 nlohmann::json unmeasured_json(const std::vector<UnmeasuredPhase>& un) {
   nlohmann::json a = nlohmann::json::array();
   for (const UnmeasuredPhase& u : un)
@@ -168,7 +201,9 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
                           {"d2h_bytes", wk.d2h_bytes},
                           {"link_bytes", wk.link_bytes},
                           {"launches", wk.launches},
-                          {"extrapolated", p.extrapolated}});
+                          {"extrapolated", p.extrapolated},
+                          {"kernel_model", p.kernel == KernelModelId::none ? nlohmann::json(nullptr)
+                                                                          : nlohmann::json(std::string(to_string(p.kernel)))}});
       }
     }
     e["phases"] = phases;
@@ -182,6 +217,7 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
     for (const auto& n : r.extrapolated_phases()) ex.push_back(n);
     e["extrapolated_phases"] = ex;
     e["unmeasured_phases"] = unmeasured_json(r.unmeasured_phases(s.calibration));
+    e["modeled_phases"] = modeled_json(r.modeled_phases());
     e["notes"] = r.notes;
     arr.push_back(e);
   }
@@ -255,6 +291,7 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
       o << "\n";
     }
     unmeasured_line(o, r.unmeasured_phases(s.calibration));
+    modeled_line(o, r.modeled_phases());
     for (const auto& n : r.notes) o << "    note: " << n << "\n";
   }
   return o.str();

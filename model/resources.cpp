@@ -29,7 +29,7 @@ void to_sim_phase(const Phase& p, const Machine& m, SimPhase& s) {
   s.min_seconds = 0;
   const bool on_host = p.unit == ComputeUnit::host;
   const HostLimits host = on_host ? host_limits(p, m) : HostLimits{};
-  s.latency = on_host && host.own_fixed(p) ? host.fixed_s : p.work.launches * m.kernel_latency;
+  s.latency = on_host && host.own_fixed(p) ? host.fixed_s : gpu_fixed_seconds(p, m);
   s.amount.assign(size_t(Resource::count), 0.0);
   auto eff = [&](Ceiling c) { return limited_efficiency(p, c, m, host); };
   auto put = [&](Resource r, double amount, Ceiling c) {

@@ -27,6 +27,7 @@ Machine make_machine(const GpuSpec& gpu, const HostSpec& host, DType gemm_dtype,
   // Collectives go over NVLink when the GPU has it, otherwise through PCIe peer-to-peer.
   m.link = gpu.nvlink_bandwidth > 0 ? gpu.nvlink_bandwidth : std::min(gpu.h2d_pinned, gpu.d2h_pinned);
   m.kernel_latency = cuda_graphs ? gpu.kernel_latency : gpu.host_launch_latency;
+  m.sms = gpu.sm_count;
   m.calibration = &cal;
   return m;
 }
@@ -58,6 +59,12 @@ HostLimits host_limits(const Phase& p, const Machine& m) {
 
 double phase_efficiency(const Phase& p, Ceiling c, const Machine& m, bool* outside, bool* curve) {
   const Calibration& cal = *m.calibration;
+  // A phase with no curve of its own and no measured constant on c is priced by its kernel model
+  // (model/kernel_model.hpp), never by the fallback constant; the bare roofline (uncalibrated) stays 1.
+  if (kernel_model_applies(p, c, m)) {
+    if (curve) *curve = false;
+    return kernel_model_efficiency(p, c, m, outside, nullptr);
+  }
   if (cal.curves.empty()) {  // constants only (the roofline): what every branch below comes to
     if (curve) *curve = false;
     return cal.efficiency(p.kind, c, p.run_bytes);
@@ -69,6 +76,10 @@ double phase_efficiency(const Phase& p, Ceiling c, const Machine& m, bool* outsi
     if ((c == Ceiling::tensor) == bandwidth_bound) return cal.efficiency(p.kind, c, p.run_bytes);
   }
   return cal.efficiency(p, c, phase_bytes_on(p, c), outside, curve);
+}
+
+double gpu_fixed_seconds(const Phase& p, const Machine& m) {
+  return p.work.launches * m.kernel_latency + kernel_model_extra_s(p, m);
 }
 
 double limited_efficiency(const Phase& p, Ceiling c, const Machine& m, const HostLimits& h, bool* outside,
@@ -112,10 +123,15 @@ PhaseTime roofline(const Phase& p, const Machine& m) {
   // and parallel-region costs for its launches instead, and a framework host phase its measured fixed
   // time per layer (host_limits). Other host and copy phases pay the GPU's per-kernel latency for
   // theirs, as they always did.
-  const double fixed = on_host && h.own_fixed(p) ? h.fixed_s : w.launches * m.kernel_latency;
+  const double fixed = on_host && h.own_fixed(p) ? h.fixed_s : gpu_fixed_seconds(p, m);
   if (fixed > t.seconds) t.bound = Bound::latency;
   t.seconds += fixed;
   t.extrapolated = outside;
+  if (t.ceiling != Ceiling::count && !t.curve && kernel_model_applies(p, t.ceiling, m)) {
+    t.kernel = kernel_model_for(p);
+    bool o = false;
+    (void)kernel_model_efficiency(p, t.ceiling, m, &o, &t.kernel_class_curve);
+  }
   return t;
 }
 

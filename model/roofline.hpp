@@ -9,6 +9,7 @@
 #include "model/hardware.hpp"
 #include "model/host.hpp"
 #include "model/host_ops.hpp"
+#include "model/kernel_model.hpp"
 #include "model/phase.hpp"
 
 namespace kvsim {
@@ -25,6 +26,7 @@ struct Machine {
   double h2d_duplex = 0, d2h_duplex = 0;  // each PCIe direction's bandwidth while the other is busy
   double link = 0;          // per-direction GPU-GPU bandwidth for collectives (NVLink, else PCIe)
   double kernel_latency = 0;  // seconds per GPU kernel (graph or host launch)
+  double sms = 0;             // the GPU's streaming multiprocessors (kernel models: how many rows run at once)
   // Host dispatch stream (an eager implementation, model/implementation.hpp): one host thread issues
   // every operator in program order, and a kernel cannot start before its operator is issued. Host
   // seconds to issue one decoder layer's operators and the operators outside the layers; the
@@ -104,7 +106,15 @@ struct PhaseTime {
   // curve, not the constant (Calibration::efficiency).
   Ceiling ceiling = Ceiling::count;
   bool curve = false;
+  // The kernel model that priced the binding ceiling (model/kernel_model.hpp; none: a curve, a
+  // measured constant, a host phase or the bare roofline did), and whether its class curve was measured.
+  KernelModelId kernel = KernelModelId::none;
+  bool kernel_class_curve = false;
 };
+
+// A GPU phase's fixed time: its launches at the kernel latency plus what its kernel model adds
+// (model/kernel_model.hpp). The roofline and the simulator both use it.
+double gpu_fixed_seconds(const Phase& p, const Machine& m);
 
 PhaseTime roofline(const Phase& p, const Machine& m);
 

@@ -152,7 +152,7 @@ std::string calibration_yaml(const std::vector<Case>& cases, const std::vector<P
   for (const Case& c : cases)
     if (!named || !c.model_phases.empty()) counted.insert(c.phase);
   for (const Point& p : fit)
-    if (p.kind != PhaseKind::copy && !kind_wide.count(p.kind) && counted.count(p.phase))
+    if (p.kind != PhaseKind::copy && !p.above_ceiling && !kind_wide.count(p.kind) && counted.count(p.phase))
       by_kind[{p.kind, p.ceiling}].push_back(p.efficiency);
   y << "phases_measured: true   # the constants under phases: are measurements (not fallbacks; model/calibration.hpp)\n";
   y << "phases:   # measured: median fitted efficiency of the kind's kernels below, for phases no curve names\n";
@@ -172,7 +172,8 @@ std::string calibration_yaml(const std::vector<Case>& cases, const std::vector<P
     std::sort(pts.begin(), pts.end(), [](const Point* a, const Point* b) { return a->x < b->x; });
     // One curve per ceiling that bound one of its points (normally one).
     std::set<Ceiling> ceilings;
-    for (const Point* p : pts) ceilings.insert(p->ceiling);
+    for (const Point* p : pts)
+      if (!p->above_ceiling) ceilings.insert(p->ceiling);  // a curve of left-out points only is no curve
     // The names the curve is written under: the model phases the kernel implements, else its own.
     std::vector<std::string> keys = c.model_phases;
     if (keys.empty()) keys.push_back(c.kind_wide ? std::string() : c.phase);
@@ -187,7 +188,7 @@ std::string calibration_yaml(const std::vector<Case>& cases, const std::vector<P
         double prev_x = 0;
         bool first = true;
         for (const Point* p : pts) {
-          if (p->ceiling != cl || !(p->x > prev_x)) continue;
+          if (p->ceiling != cl || p->above_ceiling || !(p->x > prev_x)) continue;
           y << (first ? "" : ", ") << "[" << fmt(p->x, 12) << ", " << fmt(p->efficiency) << "]";
           prev_x = p->x;
           first = false;
@@ -274,9 +275,15 @@ Result run(const std::vector<Case>& all, const Ceilings& ce, const Timer& timer,
       const double h = uncal.half_run_bytes[size_t(p.ceiling)];
       const double penalty = c.x != CurveVariable::run_bytes && ph.run_bytes > 0 && h > 0
                                  ? ph.run_bytes / (ph.run_bytes + h) : 1.0;
-      p.efficiency = std::clamp(raw / penalty, 1e-6, 1.0);
+      // No clamp: a point above its ceiling is a data error (the ceiling was measured low, or the timer
+      // missed work); it is reported and left out of the curve (calibration_yaml), as the published path does.
+      p.efficiency = raw / penalty;
+      p.above_ceiling = p.efficiency > 1;
       std::fprintf(stderr, "kvsim validate: %-22s %-7s size %-9g %10.4g s (%d samples, spread %.0f%%)\n",
                    c.phase.c_str(), "fit", p.size, p.measured, p.samples, 100 * p.spread);
+      if (p.above_ceiling)
+        std::fprintf(stderr, "kvsim validate: %-22s efficiency %.3f is above its ceiling: left out of the curve\n",
+                     c.phase.c_str(), p.efficiency);
       fit.push_back(p);
     }
     done.push_back(c);

@@ -95,6 +95,9 @@ struct Point {
   double efficiency = 0;                            // fitted (fit pass) or implied (holdout)
   double predicted_calibrated = 0, error_calibrated = 0;
   double flops = 0, bytes = 0;
+  // A fit point faster than its ceiling allows (efficiency above 1: the ceiling or the timing is
+  // wrong): reported, and left out of the curve, never clamped to 1.
+  bool above_ceiling = false;
 };
 
 struct Summary {

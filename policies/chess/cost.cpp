@@ -84,7 +84,11 @@ class ChessPolicy final : public Policy {
     Phase mask{"hier_mask", PhaseKind::select, Device::gpu, ComputeUnit::simt, {}};
     mask.work.flops = every * B * V * 8;
     mask.work.hbm_bytes = every * B * (V * 4 * 4 + pages * 4);
-    mask.work.launches = every * 6;
+    // Three quantile thresholds (grid, chunk, page level), each one top-k call over a sequence's
+    // vectors of that level (about V / 3 each), and their masks fused into the selection's writes.
+    mask.work.launches = every * 3;
+    mask.rows = float(B);
+    mask.row_elements = float(std::max(1.0, V / 3));
     out.push_back(mask);
     // A page filled every page_size steps: its mean key (all layers, KV heads), folded into its
     // chunk's and grid's vectors.

@@ -30,7 +30,11 @@ class SnapKvPolicy final : public Policy {
     Phase pool{"pool_topk", PhaseKind::select, Device::gpu, ComputeUnit::simt, {}};
     pool.work.flops = s.L * s.hkv * prompt * (p.pool_kernel + s.group + 4);
     pool.work.hbm_bytes = s.L * s.hkv * prompt * 4 * 3;
-    pool.work.launches = s.L * 2;
+    // One top-k call per layer over each KV head's pooled scores (the pooling kernel's own launch is
+    // small beside the top-k's passes and is not counted apart).
+    pool.work.launches = s.L;
+    pool.rows = float(s.hkv);
+    pool.row_elements = float(std::max(1.0, prompt));
     out.push_back(pool);
     out.push_back(blocks::gather("compact", kept(p, prompt) * s.kv_row, s.key_row, s.L));
   }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "kernels/cuda_device.hpp"
@@ -9,6 +12,7 @@
 #include "policies/registry.hpp"
 #include "validate/gpu_kit.hpp"
 #include "validate/host_threads.hpp"
+#include "validate/kernel_model_check.hpp"
 #include "validate/validate.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -21,7 +25,8 @@ namespace kvsim {
 struct ValidateCommand {
   CLI::App* cmd = nullptr;
   std::string device = "cpu", out, report, format = "table", host, hardware, name, filter;
-  bool quick = false, kit = false;
+  bool quick = false, kit = false, kernel_models = false;
+  std::string measurements;
   std::vector<std::string> policies;
   std::string clock = "cpu";
   std::string kernels = "optimized";
@@ -51,6 +56,13 @@ ValidateCommand* add_validate_command(CLI::App& app) {
                   "--device cuda: the GPU kit (make gpu-validate): write scenarios/calibration/<gpu>-measured.yaml "
                   "and docs/validation/<gpu>-measured.md, compared with <gpu>-published.yaml (--out and --report "
                   "override the paths)");
+  c.cmd->add_flag("--kernel-models", c.kernel_models,
+                  "check the kernel models (model/kernel_model.hpp) against published kernel timings: print each "
+                  "point's prediction and error; --report FILE writes the Markdown table (docs/validation/"
+                  "kernel-models.md keeps its hand-written part), --out FILE the per-model errors the plan prints "
+                  "(scenarios/calibration/kernel-model-checks.yaml)");
+  c.cmd->add_option("--measurements", c.measurements,
+                    "--kernel-models: the published timings (default: scenarios/measurements/kernel-models.yaml)");
   c.cmd->add_option("--probe-seconds", c.probe_seconds, "time per host-probe measurement")
       ->check(CLI::Range(0.05, 600.0));
   c.cmd->add_option("--repeats", c.repeats, "timed samples per point at least (median)")->check(CLI::Range(1, 1000));
@@ -107,6 +119,35 @@ GpuSpec cuda_target(const ValidateCommand& c, const cuda::DeviceInfo& device) {
 
 }  // namespace
 
+namespace {
+// The marker after which docs/validation/kernel-models.md is written by hand (kept on a rewrite).
+const char* const kKernelChecksEnd = "<!-- end of the part written by `kvsim validate --kernel-models` -->";
+const char* const kKernelChecksBegin = "<!-- written by `kvsim validate --kernel-models` -->";
+
+int run_kernel_model_check(ValidateCommand& c, const std::string& command) {
+  const std::string path = c.measurements.empty() ? library_dir() + "/measurements/kernel-models.yaml" : c.measurements;
+  const validate::KernelCheckReport r = validate::check_kernel_models(path);
+  const std::string md = validate::kernel_check_markdown(r, command);
+  std::fputs(md.c_str(), stdout);
+  if (!c.report.empty()) {
+    // The page keeps what stands before the begin marker (the rule, written before any comparison)
+    // and after the end marker (notes by hand); the table between them is rewritten.
+    std::string head, tail;
+    if (std::ifstream in(c.report); in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      const std::string old = ss.str();
+      const size_t b = old.find(kKernelChecksBegin), e = old.find(kKernelChecksEnd);
+      if (b != std::string::npos) head = old.substr(0, b);
+      if (e != std::string::npos) tail = old.substr(e + std::strlen(kKernelChecksEnd));
+    }
+    write_file_atomic(c.report, head + kKernelChecksBegin + "\n" + md + kKernelChecksEnd + tail);
+  }
+  if (!c.out.empty()) write_file_atomic(c.out, validate::kernel_check_yaml(r, command));
+  return r.unexplained.empty() ? 0 : 1;
+}
+}  // namespace
+
 int run_validate_command(ValidateCommand& c, int argc, char** argv) {
   if (!c.cmd->parsed()) return -1;
   validate::Options o;
@@ -117,6 +158,7 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) o.command += std::string(" ") + argv[i];
   if (o.quick) o.min_seconds = 0, o.sample_seconds = 0;
 
+  if (c.kernel_models) return run_kernel_model_check(c, o.command);
   if (c.device == "emu") return run_emu_traffic(c);
   validate::Ceilings ce;
   ce.device = c.device;
