@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "core/yaml_reader.hpp"
 #include "model/library.hpp"
@@ -94,7 +96,21 @@ KernelModelId kernel_model_for(const Phase& p) {
   }
 }
 
+namespace {
+// Off by default until the properties they break are settled (issue 41: the tensor-parallel TTFT
+// order and the step-bound property fail with torch.topk's path switch); KVSIM_KERNEL_MODELS=1 turns
+// them on for a run. docs/validation/kernel-models.md, "Status".
+bool kernel_models_on() {
+  static const bool on = [] {
+    const char* v = std::getenv("KVSIM_KERNEL_MODELS");
+    return v && std::string_view(v) == "1";
+  }();
+  return on;
+}
+}  // namespace
+
 bool kernel_model_applies(const Phase& p, Ceiling c, const Machine& m) {
+  if (!kernel_models_on()) return false;
   const Calibration* cal = m.calibration;
   if (!cal || !cal->calibrated || is_host_ceiling(c)) return false;
   if (kernel_model_for(p) == KernelModelId::none) return false;
@@ -171,7 +187,7 @@ double kernel_model_extra_s(const Phase& p, const Machine& m) {
 namespace {
 std::array<KernelModelCheck, size_t(KernelModelId::count)> load_checks() {
   std::array<KernelModelCheck, size_t(KernelModelId::count)> out{};
-  const std::string path = library_dir() + "/calibration/kernel-model-checks.yaml";
+  const std::string path = library_dir() + "/measurements/kernel-model-checks.yaml";
   YAML::Node root;
   try {
     root = load_yaml_file(path);

@@ -39,7 +39,7 @@ struct KernelCheckReport {
 KernelCheckReport check_kernel_models(const std::string& path);
 
 // The report as Markdown (docs/validation/kernel-models.md's generated part) and as YAML for the
-// planner (scenarios/calibration/kernel-model-checks.yaml: each model's median error and points).
+// planner (scenarios/measurements/kernel-model-checks.yaml: each model's median error and points).
 std::string kernel_check_markdown(const KernelCheckReport& r, const std::string& command);
 std::string kernel_check_yaml(const KernelCheckReport& r, const std::string& command);
 

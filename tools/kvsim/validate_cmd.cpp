@@ -60,7 +60,7 @@ ValidateCommand* add_validate_command(CLI::App& app) {
                   "check the kernel models (model/kernel_model.hpp) against published kernel timings: print each "
                   "point's prediction and error; --report FILE writes the Markdown table (docs/validation/"
                   "kernel-models.md keeps its hand-written part), --out FILE the per-model errors the plan prints "
-                  "(scenarios/calibration/kernel-model-checks.yaml)");
+                  "(scenarios/measurements/kernel-model-checks.yaml)");
   c.cmd->add_option("--measurements", c.measurements,
                     "--kernel-models: the published timings (default: scenarios/measurements/kernel-models.yaml)");
   c.cmd->add_option("--probe-seconds", c.probe_seconds, "time per host-probe measurement")
