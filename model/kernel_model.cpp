@@ -1,6 +1,7 @@
 #include "model/kernel_model.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
@@ -97,17 +98,23 @@ KernelModelId kernel_model_for(const Phase& p) {
 }
 
 namespace {
-// Off by default until the properties they break are settled (issue 41: the tensor-parallel TTFT
-// order and the step-bound property fail with torch.topk's path switch); KVSIM_KERNEL_MODELS=1 turns
-// them on for a run. docs/validation/kernel-models.md, "Status".
-bool kernel_models_on() {
-  static const bool on = [] {
-    const char* v = std::getenv("KVSIM_KERNEL_MODELS");
-    return v && std::string_view(v) == "1";
-  }();
-  return on;
-}
+// -1: not decided yet (the environment decides at first use); 0 off; 1 on.
+std::atomic<int> g_kernel_models{-1};
 }  // namespace
+
+void set_kernel_models(bool on) { g_kernel_models.store(on ? 1 : 0, std::memory_order_relaxed); }
+
+bool kernel_models_on() {
+  int v = g_kernel_models.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("KVSIM_KERNEL_MODELS");
+    v = e && std::string_view(e) == "1" ? 1 : 0;
+    int expected = -1;
+    g_kernel_models.compare_exchange_strong(expected, v, std::memory_order_relaxed);
+    v = g_kernel_models.load(std::memory_order_relaxed);
+  }
+  return v == 1;
+}
 
 bool kernel_model_applies(const Phase& p, Ceiling c, const Machine& m) {
   if (!kernel_models_on()) return false;
@@ -161,8 +168,6 @@ double kernel_model_efficiency(const Phase& p, Ceiling c, const Machine& m, bool
 double kernel_model_extra_s(const Phase& p, const Machine& m) {
   const KernelModelId id = kernel_model_for(p);
   if (id != KernelModelId::torch_topk && id != KernelModelId::copy_calls) return 0;
-  const Calibration* cal = m.calibration;
-  if (!cal || !cal->calibrated) return 0;
   const double inst = std::max(1.0, double(p.repeat));
   if (id == KernelModelId::torch_topk) {
     if (!kernel_model_applies(p, Ceiling::hbm, m)) return 0;

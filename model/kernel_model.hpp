@@ -38,7 +38,7 @@
 //
 // A model whose class curve is missing from the calibration (a GPU with no published memory-bound
 // or GEMV measurement) still prices launches, passes, parallelism and calls, at the class's constant:
-// the plan says so (kernel_evidence).
+// the plan says so (ModeledPhase::class_curve).
 #pragma once
 #include <array>
 #include <string_view>
@@ -92,12 +92,6 @@ inline constexpr double kCopyCallS = 2.3e-6;
 // gemm, attention, prefill_attention, allreduce).
 KernelModelId kernel_model_for(const Phase& p);
 
-// How the model's class curve was found for a phase: a calibration curve, or the class constant.
-struct KernelEvidence {
-  KernelModelId model = KernelModelId::none;
-  bool class_curve = false;  // e_class came from a measured curve of the calibration in force
-};
-
 // The efficiency the model gives ceiling c of phase p (passes, parallelism, the class curve):
 // what phase_efficiency returns when no curve of p's own covers c and its constant is not measured.
 // *outside as Calibration::efficiency (a class curve read outside its range); *class_curve whether
@@ -110,7 +104,7 @@ double kernel_model_efficiency(const Phase& p, Ceiling c, const Machine& m, bool
 double kernel_model_extra_s(const Phase& p, const Machine& m);
 
 // Each model's check against published kernel timings (`kvsim validate --kernel-models --out`,
-// scenarios/calibration/kernel-model-checks.yaml in the library): what the plan prints beside a phase a
+// scenarios/measurements/kernel-model-checks.yaml in the library): what the plan prints beside a phase a
 // model priced. Read once; a model with no entry has points = 0 (no evidence: the plan says so).
 struct KernelModelCheck {
   int points = 0, counted = 0, sources = 0;
@@ -118,8 +112,15 @@ struct KernelModelCheck {
 };
 const KernelModelCheck& kernel_model_check(KernelModelId model);
 
-// Whether kernel models price this phase on this machine: the calibration is not the bare roofline
-// and the phase's binding ceiling has no curve of its own and no measured constant.
+// Whether kernel models price this phase on this machine: they are on, the calibration is not the bare
+// roofline, and the phase's binding ceiling has no curve of its own and no measured constant.
 bool kernel_model_applies(const Phase& p, Ceiling c, const Machine& m);
+
+// Kernel models are off by default while the properties they break are open (docs/validation/
+// kernel-models.md, "Status"): KVSIM_KERNEL_MODELS=1 in the environment turns them on for a run, and
+// set_kernel_models for this process (`kvsim validate --kernel-models` and the tests, before any phase
+// is priced).
+void set_kernel_models(bool on);
+bool kernel_models_on();
 
 }  // namespace kvsim

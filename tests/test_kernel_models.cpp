@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <cstdlib>
 #include <string>
 
 #include "core/error.hpp"
@@ -38,9 +37,8 @@ Phase copy_runs(double runs, double run_bytes) {
 }
 
 struct Rig {
-  // Kernel models are off by default while two properties they break are open (kernel_model.cpp);
-  // each test runs in its own process (ctest), before any model is read.
-  bool on = (setenv("KVSIM_KERNEL_MODELS", "1", 1), true);
+  // Kernel models are off by default while the properties they break are open (kernel_model.hpp).
+  bool on = (set_kernel_models(true), true);
   GpuSpec gpu = test::gpu("h100-sxm");
   HostSpec host = test::host(gpu.default_host);
   Calibration cal = default_calibration(gpu, host);  // the published curves: what `kvsim plan` uses
@@ -116,6 +114,14 @@ TEST(KernelModels, APhaseAloneTakesTheSameTimeInTheSimulator) {
       if (s.amount[i] > 0) work = std::max(work, s.amount[i] / caps[i]);
     EXPECT_NEAR(std::max(work, s.min_seconds) + s.latency, roofline(p, r.m).seconds, 1e-12 * roofline(p, r.m).seconds);
   }
+}
+
+TEST(KernelModels, AreOffUnlessAskedFor) {
+  // The default plan keeps its answer while the models are off: no phase names a model.
+  const auto run = test::run_kvsim("plan --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  for (const auto& r : nlohmann::json::parse(run.out)["results"])
+    if (r.contains("modeled_phases")) EXPECT_TRUE(r["modeled_phases"].empty()) << r["policy"];
 }
 
 TEST(KernelModels, AGpuPhaseOfTheDefaultPlanIsNeverAtTheFallbackConstant) {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -118,9 +117,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 KernelCheckReport check_kernel_models(const std::string& path) {
-  // The check prices points with the models on, whatever the default (model/kernel_model.cpp reads the
-  // switch once, at its first use; this runs before any phase is priced in the process).
-  setenv("KVSIM_KERNEL_MODELS", "1", 1);
+  set_kernel_models(true);  // the check prices points with the models on, whatever the default
   YamlMap top(load_yaml_file(path), path, "");
   (void)top.choice("schema", {"kvsim.kernel_checks/1"});
   (void)top.string("description", "");
@@ -179,7 +176,7 @@ KernelCheckReport check_kernel_models(const std::string& path) {
       if (!p.counted) continue;
       ++s.counted;
       errs.push_back(std::abs(p.error()));
-      sources.insert(p.source.substr(0, p.source.find(' ', p.source.find('#'))));
+      sources.insert(p.source);
     }
     s.sources = int(sources.size());
     s.median_abs_error = median(errs);
