@@ -79,6 +79,13 @@ double sector_share(double run_bytes) {
   return run_bytes / (kc::kSectorBytes * std::ceil(run_bytes / kc::kSectorBytes));
 }
 
+double gather_share(double run_bytes, const Calibration& cal) {
+  double share = sector_share(run_bytes);
+  const double h = cal.half_run_bytes[size_t(Ceiling::hbm)];
+  if (run_bytes > 0 && h > 0) share = std::min(share, run_bytes / (run_bytes + h));
+  return share;
+}
+
 bool gpu_ceiling(Ceiling c) { return c == Ceiling::tensor || c == Ceiling::simt || c == Ceiling::hbm; }
 
 }  // namespace
@@ -98,7 +105,7 @@ KernelModelId kernel_model_for(const Phase& p) {
 }
 
 namespace {
-// -1: not decided yet (the environment decides at first use); 0 off; 1 on.
+// -1: not decided yet (the environment decides at first use: on unless KVSIM_KERNEL_MODELS=0); 0 off; 1 on.
 std::atomic<int> g_kernel_models{-1};
 }  // namespace
 
@@ -108,7 +115,7 @@ bool kernel_models_on() {
   int v = g_kernel_models.load(std::memory_order_relaxed);
   if (v < 0) {
     const char* e = std::getenv("KVSIM_KERNEL_MODELS");
-    v = e && std::string_view(e) == "1" ? 1 : 0;
+    v = e && std::string_view(e) == "0" ? 0 : 1;
     int expected = -1;
     g_kernel_models.compare_exchange_strong(expected, v, std::memory_order_relaxed);
     v = g_kernel_models.load(std::memory_order_relaxed);
@@ -150,14 +157,20 @@ double kernel_model_efficiency(const Phase& p, Ceiling c, const Machine& m, bool
       const bool tensor = c == Ceiling::tensor;
       e = class_efficiency(p, tensor ? PhaseKind::gemm : PhaseKind::elementwise, tensor ? Ceiling::tensor : Ceiling::hbm,
                            m, outside, &found);
-      if (c == Ceiling::hbm) e *= sector_share(p.run_bytes);
+      // A run of r bytes uses r / (32 ceil(r / 32)) of the sectors it touches; the calibration's gather
+      // estimate (r / (r + half_run), what the bound printed beside a calibrated plan uses) can be the
+      // lower of the two, and then it is the one: a model never prices a gather faster than that bound.
+      if (c == Ceiling::hbm) e *= gather_share(p.run_bytes, *m.calibration);
       break;
     }
     case KernelModelId::copy_calls:
-      // The link rate is the hardware file's measured copy rate: its efficiency is 1, the per-call
-      // costs are the model's fixed time.
+      // The link rate is the hardware file's measured copy rate: its efficiency is 1 for one contiguous
+      // block, the calibration's gather estimate for runs (r / (r + half_run): each short run travels in
+      // its own TLPs, as the bound beside it prices them); the per-call costs are the model's fixed time.
       found = c == Ceiling::h2d || c == Ceiling::d2h;
       e = 1;
+      if (found && p.run_bytes > 0 && m.calibration->half_run_bytes[size_t(c)] > 0)
+        e = p.run_bytes / (p.run_bytes + m.calibration->half_run_bytes[size_t(c)]);
       break;
     default: break;
   }
@@ -183,10 +196,13 @@ double kernel_model_extra_s(const Phase& p, const Machine& m) {
   }
   const Ceiling link = p.work.h2d_bytes > 0 ? Ceiling::h2d : Ceiling::d2h;
   if (!kernel_model_applies(p, link, m)) return 0;
-  const double bytes = phase_bytes_on(p, link);
-  const double declared = p.work.launches / inst;
-  const double calls = p.run_bytes > 0 ? std::max(declared, std::ceil(bytes / p.run_bytes - 1e-9)) : declared;
-  return inst * std::max(0.0, calls * kc::kCopyCallS - declared * m.kernel_latency);
+  // Each declared launch of a copy is one cudaMemcpyAsync call: a policy's cost declares the calls its
+  // implementation issues (the seeds' code packs the runs on one side and copies them in one call per
+  // layer; an engine that copies page by page declares a call per page). The run length sets only the
+  // link's efficiency (the calibration's gather estimate), not the number of calls: one call per run
+  // priced a token-granular SentenceKV load at millions of calls per step, which no implementation issues.
+  const double calls = p.work.launches / inst;
+  return inst * std::max(0.0, calls * (kc::kCopyCallS - m.kernel_latency));
 }
 
 namespace {

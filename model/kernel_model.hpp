@@ -31,10 +31,14 @@
 //                 scores at prefill) reads the gemm curves by the ridge rule of phase_efficiency.
 //   stream_pass   kinds gather, build, reconstruct, elementwise, select without rows: a kernel that
 //                 streams its bytes once: the calibration's measured memory-bound curve (kind
-//                 elementwise, ceiling hbm) at the phase's bytes, times the 32-byte-sector share
-//                 a gather's runs use (a run of r bytes occupies ceil(r / 32) sectors).
-//   copy_calls    kind copy: one cudaMemcpyAsync per contiguous run (run_bytes > 0; else one per
-//                 launch): calls x t_call, plus the bytes at the hardware file's measured link rate.
+//                 elementwise, ceiling hbm) at the phase's bytes, times the share of the sectors a
+//                 gather's runs use (a run of r bytes occupies ceil(r / 32) sectors), or the
+//                 calibration's gather estimate r / (r + half_run) where that is lower (so no model
+//                 prices a gather faster than the bound printed beside it).
+//   copy_calls    kind copy: one cudaMemcpyAsync per declared launch (a policy declares the calls
+//                 its implementation issues; the seeds' code packs runs and copies once per layer):
+//                 calls x t_call, plus the bytes at the hardware file's measured link rate times the
+//                 calibration's gather share for runs (r / (r + half_run), each run in its own TLPs).
 //
 // A model whose class curve is missing from the calibration (a GPU with no published memory-bound
 // or GEMV measurement) still prices launches, passes, parallelism and calls, at the class's constant:
@@ -116,9 +120,9 @@ const KernelModelCheck& kernel_model_check(KernelModelId model);
 // roofline, and the phase's binding ceiling has no curve of its own and no measured constant.
 bool kernel_model_applies(const Phase& p, Ceiling c, const Machine& m);
 
-// Kernel models are off by default while the properties they break are open (docs/validation/
-// kernel-models.md, "Status"): KVSIM_KERNEL_MODELS=1 in the environment turns them on for a run, and
-// set_kernel_models for this process (`kvsim validate --kernel-models` and the tests, before any phase
+// Kernel models are on by default; KVSIM_KERNEL_MODELS=0 in the environment turns them off for a run
+// (the fallback constants again, listed as unmeasured: what plans printed before them), and
+// set_kernel_models for this process (the tests and `kvsim validate --kernel-models`, before any phase
 // is priced).
 void set_kernel_models(bool on);
 bool kernel_models_on();

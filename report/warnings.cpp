@@ -68,6 +68,27 @@ void plan_warnings(const json& plan, json& out) {
       add(out, "plan", "unmeasured", policy, context,
           where(r) + ": unmeasured phases, their binding ceiling at a fallback constant (from " + join(from) + "): " +
               join(texts), un);
+    // Phases a kernel model priced (model/kernel_model.hpp): each with its model and that model's error
+    // against published kernel timings, or "not checked" (plans written before the models have none).
+    std::vector<std::string> modeled, mtexts;
+    if (r.contains("modeled_phases") && r["modeled_phases"].is_array())
+      for (const json& m : r["modeled_phases"]) {
+        modeled.push_back(text_or(m, "name", "?"));
+        std::string t = text_or(m, "name", "?") + " (" + text_or(m, "model", "?") + ", ";
+        if (m.contains("checked_median_abs_error") && m["checked_median_abs_error"].is_number()) {
+          char e[64];
+          std::snprintf(e, sizeof e, "checked: median |error| %.0f%% over %d published points",
+                        100 * m["checked_median_abs_error"].get<double>(),
+                        m.contains("checked_points") && m["checked_points"].is_number() ? m["checked_points"].get<int>() : 0);
+          t += e;
+        } else {
+          t += "not checked against a published kernel timing";
+        }
+        mtexts.push_back(t + ")");
+      }
+    if (!modeled.empty())
+      add(out, "plan", "modeled", policy, context,
+          where(r) + ": phases priced by a kernel model (no measured curve of their own): " + join(mtexts), modeled);
     for (const json& n : r["notes"])
       if (n.is_string()) add(out, "plan", "note", policy, context, where(r) + ": " + n.get<std::string>());
   }

@@ -227,7 +227,7 @@ struct StepGraph::Loop {
     for (size_t i : active) {
       if (state[i] != State::delay) continue;
       remaining[i] -= dt;
-      if (remaining[i] <= kEps * std::max(1.0, g.phase(i).latency)) {
+      if (remaining[i] <= kEps * g.phase(i).latency) {
         if (solo[i] > 0) { state[i] = State::flow; remaining[i] = 1.0; }
         else finish(i, ready);
       }

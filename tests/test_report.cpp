@@ -90,7 +90,7 @@ TEST(Report, PlanPageCarriesThePlanItsTableAndEveryWarning) {
                                           std::string::npos)
       calibration = true;
   EXPECT_TRUE(calibration);
-  int unmeasured_results = 0;
+  int unmeasured_results = 0, modeled_results = 0;
   for (const json& r : plan["results"]) {
     std::vector<std::string> unmeasured;
     for (const json& u : r["unmeasured_phases"]) unmeasured.push_back(u["name"]);
@@ -98,13 +98,21 @@ TEST(Report, PlanPageCarriesThePlanItsTableAndEveryWarning) {
     std::map<std::string, json> found;
     for (const json& w : d["warnings"])
       if (w["policy"] == r["policy"] && w["context_tokens"] == r["context_tokens"]) found[w["kind"]] = w["phases"];
+    std::vector<std::string> modeled;
+    for (const json& m : r["modeled_phases"]) modeled.push_back(m["name"]);
     if (!unmeasured.empty()) ++unmeasured_results;
+    if (!modeled.empty()) ++modeled_results;
+    EXPECT_EQ(found.count("modeled") ? found["modeled"] : json::array(), json(modeled)) << r["policy"];
+    for (const std::string& p : modeled) EXPECT_NE(html.find(p + " ("), std::string::npos) << p;
     EXPECT_EQ(found.count("unmeasured") ? found["unmeasured"] : json::array(), json(unmeasured)) << r["policy"];
     EXPECT_EQ(found.count("extrapolated") ? found["extrapolated"] : json::array(), json(extrapolated)) << r["policy"];
     // Every phase named in a warning is on the page.
     for (const std::string& p : unmeasured) EXPECT_NE(html.find(p + " ("), std::string::npos) << p;
   }
-  EXPECT_GT(unmeasured_results, 0) << "quest and ctkvr run phases without a measured curve under the default calibration";
+  // Under the default calibration every GPU phase without a curve of its own is priced by a kernel
+  // model (quest's and ctkvr's selections among them), none at a fallback constant.
+  EXPECT_EQ(unmeasured_results, 0);
+  EXPECT_GT(modeled_results, 0) << "quest and ctkvr run phases without a measured curve under the default calibration";
   // The table: each result's TPOT at the CLI's precision, and every chart's placeholder.
   for (const json& r : plan["results"]) {
     char tpot[32];

@@ -50,9 +50,11 @@ TEST(ServeEngine, StepTablesStayWithinOnePercentOfTheExactModel) {
     }
     std::sort(err.begin(), err.end());
     std::printf("%s: interpolation error median %.4f%%, worst %.4f%%\n", name.c_str(), 100 * err[50], 100 * err.back());
-    // SEKV's and CHESS's steps are not continuous in the prompt (step_costs.hpp): no grid follows a
-    // step, so for them the median; the worst is in docs/serving.md.
-    const bool steps = name == "sekv" || name == "chess";
+    // SEKV's and CHESS's steps are not continuous in the prompt (step_costs.hpp), nor Quest's: its
+    // top-k over page scores switches between PyTorch's single- and multi-block paths at a row length
+    // that depends on the batch (model/kernel_model.cpp, torch_multiblock). No grid follows a step, so
+    // for them the median; the worst is in docs/serving.md.
+    const bool steps = name == "sekv" || name == "chess" || name == "quest";
     EXPECT_LT(steps ? err[50] : err.back(), 0.01) << name << (steps ? ": median" : ": worst")
                                                   << " interpolated decode step vs exact";
     // Prefill: the chunks of a prompt add up to its whole prefill (dense part).

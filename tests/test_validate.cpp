@@ -224,41 +224,45 @@ const nlohmann::json* find_named(const nlohmann::json& list, const std::string& 
 }  // namespace
 
 TEST(ValidateCli, PlanFlagsAPhaseWithAFallbackEfficiencyAsUnmeasured) {
-  const auto fallback = unmeasured_of("phases:\n  select: {hbm: 0.5}\n", "select_constant.yaml");
-  const nlohmann::json* u = find_named(fallback, "topk_pages");
+  // GEMMs have no kernel model (their curves are measured on every library GPU): a file that gives
+  // them only a constant leaves them at it, and the plan lists them.
+  const auto fallback = unmeasured_of("phases:\n  gemm: {hbm: 0.5}\n", "gemm_constant.yaml");
+  const nlohmann::json* u = find_named(fallback, "mlp");
   ASSERT_NE(u, nullptr) << fallback.dump();
-  EXPECT_EQ((*u)["kind"], "select");
+  EXPECT_EQ((*u)["kind"], "gemm");
   EXPECT_EQ((*u)["ceiling"], "hbm");
   EXPECT_DOUBLE_EQ((*u)["constant"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ((*u)["efficiency"].get<double>(), 0.5);  // no gather runs: no run-length factor
-  EXPECT_EQ((*u)["from"], "t phases.select.hbm");
-  // The dense phases with no curve are listed too, at the file's default (1.0, given by no field).
-  const nlohmann::json* norm = nullptr;
-  for (const auto& e : fallback)
-    if (e["kind"] == "elementwise") norm = &e;
-  ASSERT_NE(norm, nullptr) << fallback.dump();
-  EXPECT_EQ((*norm)["from"], "t (unset: the roofline's 1.0)");
+  EXPECT_EQ((*u)["from"], "t phases.gemm.hbm");
+  // Phases of other kinds with no curve are listed too, at the file's default (1.0, given by no field).
+  const nlohmann::json* attn = find_named(fallback, "sparse_attention");
+  ASSERT_NE(attn, nullptr) << fallback.dump();
+  EXPECT_EQ((*attn)["from"], "t (unset: the roofline's 1.0)");
+  // A selection's constant is not a measurement: its kernel model prices it instead (model/kernel_model.hpp).
+  const auto selected = unmeasured_of("phases:\n  select: {hbm: 0.5}\n", "select_constant.yaml");
+  EXPECT_EQ(find_named(selected, "topk_pages"), nullptr) << selected.dump();
 
-  const auto curved = unmeasured_of("phases:\n  select: {hbm: 0.5}\ncurves:\n  - {kind: select, ceiling: hbm, x: bytes, "
+  const auto curved = unmeasured_of("phases:\n  gemm: {hbm: 0.5}\ncurves:\n  - {kind: gemm, ceiling: hbm, x: bytes, "
                                     "points: [[1000, 0.3], [1.0e9, 0.6]]}\n",
-                                    "select_curve.yaml");
-  EXPECT_EQ(find_named(curved, "topk_pages"), nullptr) << curved.dump();
-  EXPECT_NE(find_named(curved, "page_bound"), nullptr) << curved.dump();  // a score phase: still a constant
+                                    "gemm_curve.yaml");
+  EXPECT_EQ(find_named(curved, "mlp"), nullptr) << curved.dump();
+  EXPECT_NE(find_named(curved, "sparse_attention"), nullptr) << curved.dump();  // another kind: still a constant
 
-  const auto measured = unmeasured_of("phases_measured: true\nphases:\n  select: {hbm: 0.5}\n", "select_measured.yaml");
-  EXPECT_EQ(find_named(measured, "topk_pages"), nullptr) << measured.dump();
+  const auto measured = unmeasured_of("phases_measured: true\nphases:\n  gemm: {hbm: 0.5}\n", "gemm_measured.yaml");
+  EXPECT_EQ(find_named(measured, "mlp"), nullptr) << measured.dump();
 
   const auto r = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --format json --calibration roofline");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  for (const auto& res : nlohmann::json::parse(r.out)["results"]) EXPECT_TRUE(res["unmeasured_phases"].empty()) << res.dump();
+  const nlohmann::json j = nlohmann::json::parse(r.out);  // kept: a loop over a temporary's member reads freed memory
+  for (const auto& res : j["results"]) EXPECT_TRUE(res["unmeasured_phases"].empty()) << res.dump();
 }
 
 TEST(ValidateCli, PlanTableAndCsvNameTheUnmeasuredPhases) {
-  const std::string cal = test::write_temp("select_constant_t.yaml", std::string(kHead) + "phases:\n  select: {hbm: 0.5}\n");
+  const std::string cal = test::write_temp("gemm_constant_t.yaml", std::string(kHead) + "phases:\n  gemm: {hbm: 0.5}\n");
   const auto t = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --calibration '" + cal + "'");
   ASSERT_EQ(t.exit_code, 0) << t.out;
   EXPECT_NE(t.out.find("    unmeasured (fallback efficiency, no kernel measurement):"), std::string::npos) << t.out;
-  EXPECT_NE(t.out.find("topk_pages (select/hbm: constant 0.50 from t phases.select.hbm)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("mlp (gemm/hbm: constant 0.50 from t phases.gemm.hbm)"), std::string::npos) << t.out;
   // The line lists every phase the JSON lists, in the same order, the first right after the colon.
   const auto j = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --format json --calibration '" + cal + "'");
   ASSERT_EQ(j.exit_code, 0) << j.out;
@@ -281,7 +285,7 @@ TEST(ValidateCli, PlanTableAndCsvNameTheUnmeasuredPhases) {
   const auto c = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --format csv --calibration '" + cal + "'");
   ASSERT_EQ(c.exit_code, 0) << c.out;
   EXPECT_NE(c.out.find(",extrapolated_phases,unmeasured_phases,"), std::string::npos) << c.out;
-  EXPECT_NE(c.out.find("topk_pages=select/hbm@0.5"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("mlp=gemm/hbm@0.5"), std::string::npos) << c.out;
 }
 
 TEST(ValidateCli, BadCalibrationFileFailsWithTheField) {

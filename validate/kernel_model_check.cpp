@@ -99,6 +99,7 @@ Phase point_phase(KernelModelId model, YamlMap& m, std::string& shape) {
       (h2d ? p.work.h2d_bytes : p.work.d2h_bytes) = copies * each;
       p.work.hbm_bytes = p.work.dram_bytes = copies * each;
       p.run_bytes = copies > 1 ? each : 0;
+      p.work.launches = copies;  // one cudaMemcpyAsync per copy (the model prices each declared launch as a call)
       shape = fmt("%g", copies) + " x " + fmt("%g", each) + " B " + (h2d ? "h2d" : "d2h");
       break;
     }

@@ -2,6 +2,8 @@
 // reduced a failure to, with what was wrong and what is right now (docs/robustness.md, "Properties").
 #include <gtest/gtest.h>
 
+#include "model/kernel_model.hpp"
+
 #include "policies/registry.hpp"
 #include "tests/properties/plan_helpers.hpp"
 
@@ -68,6 +70,14 @@ TEST(PropertyRegressions, TheRidgeExceptionIsTheCurvesAlone) {
 // GPU with them then finish earlier. The same with the full simulation (no periodic shortcut): a
 // scheduling anomaly of the shared resources, not a shortcut's error.
 TEST(PropertyRegressions, ASlowerHostPhaseCanShortenTheSimulatedStepALittle) {
+  // Found and pinned before kernel models priced the GPU phases (model/kernel_model.hpp): with them the
+  // calibrated step is longer than the bound here. The anomaly is the simulator's, so it is pinned with
+  // the models off (restored after).
+  struct ModelsOff {
+    bool was = kernel_models_on();
+    ModelsOff() { set_kernel_models(false); }
+    ~ModelsOff() { set_kernel_models(was); }
+  } off;
   ScenarioSpec spec{.gpu = "v100-32g", .host = "xeon-w9-3495x", .model = "mistral-7b", .calibration = "auto",
                     .weight_dtype = "fp32", .kv_dtype = "fp8", .tp = 2, .context = 1795, .output = 10, .batch = 0,
                     .implementation = -1, .policy = "ctkvr", .params = {{"centroids", "256"}, {"budget_tokens", "256"}}};
