@@ -11,6 +11,10 @@ HostSpec load_host(YamlMap m) {
   h.sockets = static_cast<int>(m.integer("sockets", Range::between(1, 16)));
   h.cores = static_cast<int>(m.integer("cores", Range::between(1, 4096)));
   h.clock_hz = m.number("clock_ghz", Range::positive(10), 0.0) * 1e9;
+  h.all_core_clock_hz = m.number("all_core_clock_ghz", Range::positive(10), 0.0) * 1e9;
+  if (h.all_core_clock_hz > 0 && h.clock_hz > 0 && h.all_core_clock_hz > h.clock_hz)
+    m.fail("all_core_clock_ghz", "is " + std::to_string(h.all_core_clock_hz / 1e9) +
+                                     " GHz, above clock_ghz (the single-core maximum); allowed: at most clock_ghz");
   {
     auto d = m.map("dram");
     h.dram_capacity_bytes = d.number("capacity_gib", Range::positive(1 << 20)) * kGiB;

@@ -18,6 +18,11 @@ struct HostSpec {
   // rule that scales a per-call host cost measured on one host to another divides by it
   // (model/host_ops.hpp): dispatch and call overheads are single-threaded instruction streams.
   double clock_hz = 0;
+  // The clock every core holds while all of them run (the all-core turbo), Hz; 0 = not given (then
+  // clock_hz stands for it, and a plan that scales multi-threaded work says so). Multi-threaded host
+  // work (a framework operator on every core) scales by this one, not by the single-core maximum.
+  double all_core_clock_hz = 0;
+  double all_core_or_single_clock() const { return all_core_clock_hz > 0 ? all_core_clock_hz : clock_hz; }
 };
 
 // The rule that carries a per-call host cost (a single-threaded instruction stream: dispatch, a call,

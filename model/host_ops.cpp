@@ -1,6 +1,7 @@
 #include "model/host_ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/format.hpp"
 #include "core/units.hpp"
@@ -51,6 +52,16 @@ HostOpsProfile load_host_ops_file(const std::string& path) {
   h.measured_on = load_host_file(resolve(LibraryKind::host, on.Scalar(), path, m.line_of("measured_on"),
                                          m.field("measured_on")));
   h.threads = int(m.integer("threads", Range::between(1, 4096)));
+  if (m.has("thread_scaling")) {
+    YamlMap t = m.map("thread_scaling");
+    (void)t.choice("law", {"usl"});
+    h.scaling.sigma = t.number("sigma", Range::between(0, 1));
+    h.scaling.kappa = t.number("kappa", Range::between(0, 1));
+    h.scaling.source = t.string("source");
+    t.finish();
+  } else {
+    m.node("thread_scaling");
+  }
   (void)m.number("dram_gbs", Range::positive(1e5), 0.0);  // the measurement's own ceiling, for the record
   const YAML::Node phases = m.node("phases");
   if (!phases || !phases.IsMap() || phases.size() == 0)
@@ -64,9 +75,17 @@ HostOpsProfile load_host_ops_file(const std::string& path) {
   return h;
 }
 
+double ThreadScaling::team(double cores, double n0) const {
+  double n = cores;
+  if (kappa > 0) n = std::min(n, std::max(n0, std::sqrt((1 - sigma) / kappa)));
+  return std::max(1.0, n);
+}
+
 double HostOpsOnTarget::rate(const HostOpsPhase& p, double bytes, double cores, double dram, bool* outside) const {
-  const double per_thread = p.rate_per_thread.at(bytes, outside) / time_scale;
-  return std::min(dram, cores * per_thread);
+  const double per_thread = p.rate_per_thread.at(bytes, outside) / rate_time_scale;
+  const ThreadScaling& law = profile->scaling;
+  const double n0 = profile->threads, n = law.team(cores, n0);
+  return std::min(dram, n0 * per_thread * law.throughput(n) / law.throughput(n0));
 }
 
 std::string host_ops_note(const HostOpsOnTarget& t, double cores, double dram) {
@@ -79,6 +98,17 @@ std::string host_ops_note(const HostOpsOnTarget& t, double cores, double dram) {
                   " GB/s of DRAM and ";
   s += t.clock_known ? "a clock " + fmt("%.2f", 1 / t.time_scale) + "x the measuring host's"
                      : "the measuring host's clock (a clock_ghz is missing, so not scaled by clock)";
+  const ThreadScaling& law = p.scaling;
+  if (law.sigma > 0 || law.kappa > 0) {
+    s += "; threads by the universal scalability law (sigma " + fmt("%.3g", law.sigma) + ", kappa " +
+         fmt("%.3g", law.kappa) + ", " + law.source + "): a team of " + fmt("%.0f", law.team(cores, p.threads)) +
+         " threads runs at " + fmt("%.2f", law.throughput(law.team(cores, p.threads)) / law.throughput(p.threads)) +
+         "x the measured " + std::to_string(p.threads) + " threads' rate";
+  } else {
+    s += "; threads linear in cores (the profile gives no thread_scaling law)";
+  }
+  s += t.all_core_known ? ", at an all-core clock " + fmt("%.2f", 1 / t.rate_time_scale) + "x the measuring host's"
+                        : ", at the single-core clocks (an all_core_clock_ghz is missing)";
   return s;
 }
 

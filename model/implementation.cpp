@@ -92,6 +92,10 @@ void apply_implementation(Deployment& d, const Implementation& impl) {
     const double measured = impl.host_ops->measured_on.clock_hz, target = d.host ? d.host->clock_hz : 0;
     t.clock_known = measured > 0 && target > 0;
     t.time_scale = clock_time_scale(measured, target);
+    // The rate is multi-threaded work: all-core clocks (the single-core one where a host gives none).
+    const HostSpec& on = impl.host_ops->measured_on;
+    t.all_core_known = on.all_core_clock_hz > 0 && d.host && d.host->all_core_clock_hz > 0;
+    t.rate_time_scale = clock_time_scale(on.all_core_or_single_clock(), d.host ? d.host->all_core_or_single_clock() : 0);
     d.machine.host_ops = std::make_shared<const HostOpsOnTarget>(std::move(t));
   }
 }

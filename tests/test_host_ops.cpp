@@ -2,6 +2,7 @@
 // host by cores, clock and DRAM bandwidth, costs the phases it names in the roofline and the simulator.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -39,8 +40,8 @@ Machine target(double cores, double dram, double clock_ratio, const Calibration&
   m.calibration = &cal;
   HostOpsOnTarget t;
   t.profile = profile(4e9);
-  t.time_scale = 1 / clock_ratio;
-  t.clock_known = true;
+  t.time_scale = t.rate_time_scale = 1 / clock_ratio;
+  t.clock_known = t.all_core_known = true;
   m.host_ops = std::make_shared<const HostOpsOnTarget>(t);
   return m;
 }
@@ -155,6 +156,54 @@ std::string write(const std::string& name, const std::string& text) {
   const std::string path = (std::filesystem::temp_directory_path() / name).string();
   std::ofstream(path) << text;
   return path;
+}
+
+// The thread law (issue 41 item 3): the measured 2-thread rate carries to n threads by the universal
+// scalability law, up to its peak team; a team is never below the measured one; sigma = kappa = 0 is
+// linear in cores, and the law and the team are in the plan's note.
+TEST(HostOps, ThreadsScaleByTheProfilesLawUpToItsPeakTeam) {
+  Calibration cal;
+  Machine m = target(56, 1e12, 1.0, cal);
+  auto prof = std::make_shared<HostOpsProfile>(*profile(4e9));
+  prof->scaling = {.sigma = 0.0, .kappa = 2.24e-3, .source = "fit"};
+  HostOpsOnTarget t = *m.host_ops;
+  t.profile = prof;
+  m.host_ops = std::make_shared<const HostOpsOnTarget>(t);
+  const double peak = std::sqrt(1 / 2.24e-3);  // 21.1 threads
+  EXPECT_NEAR(prof->scaling.team(56, 2), peak, 1e-12);
+  EXPECT_DOUBLE_EQ(prof->scaling.team(8, 2), 8);
+  EXPECT_DOUBLE_EQ(prof->scaling.team(1, 2), 2);
+  const double u = prof->scaling.throughput(peak) / prof->scaling.throughput(2);
+  EXPECT_GT(u, 5.0);
+  EXPECT_LT(u, 6.0);  // far below 28x, linear's 56 / 2
+  // 1 MB per layer at 1 GB/s per measured thread: 2 GB/s x U(21.1) / U(2).
+  EXPECT_NEAR(roofline(rerank(1e6, 1), m).seconds, 1e6 / (2e9 * u) + 100e-6, 1e-15);
+  // More cores than the peak team buy nothing.
+  Machine more = m;
+  more.host_cores = 112;
+  EXPECT_DOUBLE_EQ(roofline(rerank(1e6, 1), more).seconds, roofline(rerank(1e6, 1), m).seconds);
+  const std::string note = host_ops_note(t, 56, 1e12);
+  EXPECT_NE(note.find("universal scalability law (sigma 0, kappa 0.00224, fit): a team of 21 threads"), std::string::npos)
+      << note;
+  // The all-core clocks: a target whose all-core clock is 0.68x the measured one slows the rate by it.
+  Machine slow = m;
+  t.rate_time_scale = 1 / 0.68;
+  slow.host_ops = std::make_shared<const HostOpsOnTarget>(t);
+  EXPECT_NEAR(roofline(rerank(1e6, 1), slow).seconds, 1e6 / (2e9 * u * 0.68) + 100e-6, 1e-15);
+}
+
+// A host's all-core clock is at most its single-core clock; the error names the field and the value.
+TEST(HostOps, AnAllCoreClockAboveTheSingleCoreClockIsAnError) {
+  const YAML::Node n = YAML::Load(
+      "name: h\ncores: 8\nclock_ghz: 3.0\nall_core_clock_ghz: 3.5\ndram: {capacity_gib: 64, bandwidth_gbs: 100}\n"
+      "compute: {fp32_gflops: 1000}\n");
+  try {
+    load_host(YamlMap(n, "h.yaml", ""));
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("all_core_clock_ghz"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3.5"), std::string::npos) << e.what();
+  }
 }
 
 // Bad profiles are errors naming the file and field: unsorted points, a host that does not exist, a
