@@ -58,6 +58,16 @@ HostOpsProfile load_host_ops_file(const std::string& path) {
     h.scaling.sigma = t.number("sigma", Range::between(0, 1));
     h.scaling.kappa = t.number("kappa", Range::between(0, 1));
     h.scaling.source = t.string("source");
+    if (t.has("slow")) {
+      YamlMap sl = t.map("slow");
+      h.scaling.has_slow = true;
+      h.scaling.slow_sigma = sl.number("sigma", Range::between(0, 1));
+      h.scaling.slow_kappa = sl.number("kappa", Range::between(0, 1));
+      h.scaling.slow_source = sl.string("source");
+      sl.finish();
+    } else {
+      t.node("slow");
+    }
     t.finish();
   } else {
     m.node("thread_scaling");
@@ -81,11 +91,20 @@ double ThreadScaling::team(double cores, double n0) const {
   return std::max(1.0, n);
 }
 
+double ThreadScaling::gain(double cores, double n0) const {
+  const double n = team(cores, n0);
+  return throughput(n) / throughput(n0);
+}
+
+double ThreadScaling::slow_gain(double cores, double n0) const {
+  const ThreadScaling slow{.sigma = slow_sigma, .kappa = slow_kappa};
+  return slow.gain(cores, n0);
+}
+
 double HostOpsOnTarget::rate(const HostOpsPhase& p, double bytes, double cores, double dram, bool* outside) const {
   const double per_thread = p.rate_per_thread.at(bytes, outside) / rate_time_scale;
   const ThreadScaling& law = profile->scaling;
-  const double n0 = profile->threads, n = law.team(cores, n0);
-  return std::min(dram, n0 * per_thread * law.throughput(n) / law.throughput(n0));
+  return std::min(dram, profile->threads * per_thread * law.gain(cores, profile->threads));
 }
 
 std::string host_ops_note(const HostOpsOnTarget& t, double cores, double dram) {

@@ -43,10 +43,19 @@ struct HostOpsPhase {
 struct ThreadScaling {
   double sigma = 0, kappa = 0;
   std::string source;  // where the parameters were fitted ("" = not given: linear)
+  // The slow end of the law's uncertainty (`slow:`; another published fit), for the plan's range
+  // (model/uncertainty.hpp); the fast end is linear in cores. has_slow false: no range from the law.
+  bool has_slow = false;
+  double slow_sigma = 0, slow_kappa = 0;
+  std::string slow_source;
   // U(n): relative throughput of n threads.
   double throughput(double n) const { return n / (1 + sigma * (n - 1) + kappa * n * (n - 1)); }
-  // The team a deployment runs on `cores`: at most the law's peak, at least the measured n0.
+  // The team a deployment runs on `cores`: the cores, but no more than the law's peak (or the
+  // measured n0, when the peak is below it).
   double team(double cores, double n0) const;
+  // The rate on `cores` relative to the measured n0 threads' under this law, and under the slow one.
+  double gain(double cores, double n0) const;
+  double slow_gain(double cores, double n0) const;
 };
 
 struct HostOpsProfile {

@@ -227,6 +227,8 @@ std::array<KernelModelCheck, size_t(KernelModelId::count)> load_checks() {
     c.counted = int(e.integer("counted", Range::between(0, 1e6)));
     c.sources = int(e.integer("sources", Range::between(0, 1e6)));
     c.median_abs_error = e.number("median_abs_error", Range::between(0, 1e6));
+    c.p10 = e.number("p10", Range::between(-1, 1e6), 0.0);
+    c.p90 = e.number("p90", Range::between(-1, 1e6), 0.0);
     e.finish();
   }
   models.finish();

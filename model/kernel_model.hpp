@@ -113,6 +113,9 @@ double kernel_model_extra_s(const Phase& p, const Machine& m);
 struct KernelModelCheck {
   int points = 0, counted = 0, sources = 0;
   double median_abs_error = 0;
+  // The counted points' signed errors (predicted / measured - 1): their 10th and 90th percentiles, what
+  // a plan's range takes for a phase this model priced (model/uncertainty.hpp).
+  double p10 = 0, p90 = 0;
 };
 const KernelModelCheck& kernel_model_check(KernelModelId model);
 

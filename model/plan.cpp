@@ -1,5 +1,7 @@
 #include "model/plan.hpp"
 
+#include "model/uncertainty.hpp"
+
 #include "model/library.hpp"
 #include "model/scenario.hpp"
 
@@ -205,6 +207,9 @@ PlanResult evaluate(const DesignPoint& p) {
   r.simulated = step.simulated;
   r.decode = std::move(step.phases);
   r.throughput_tok_s = B / r.tpot_s / d.tp;
+  const TimeRange tr = time_range(r.decode, r.tpot_s, d.machine), pr = time_range(r.prefill, r.ttft_s, d.machine);
+  r.tpot_lo_s = tr.lo, r.tpot_hi_s = tr.hi, r.ttft_lo_s = pr.lo, r.ttft_hi_s = pr.hi;
+  r.tpot_evidence = tr.share;
 
   std::array<double, 7> by_bound{};
   for (const auto& ph : r.decode) by_bound[size_t(ph.bound)] += ph.seconds;

@@ -2,6 +2,7 @@
 // output length and a batch (or "the largest that fits"). Memory decides feasibility and the max
 // batch; the roofline of each phase gives TTFT and TPOT. Definitions: docs/metrics.md.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -73,6 +74,14 @@ struct PlanResult {
   std::vector<std::string> notes;  // the policy's remarks on this design point (Policy::notes), feasible or not
   double tpot_s = 0, ttft_s = 0;  // meaningful only when feasible
   double throughput_tok_s = 0;    // per GPU
+  // The 80% ranges of TPOT and TTFT from the validation errors of the evidence behind each phase
+  // (model/uncertainty.hpp); throughput's is theirs inverted (throughput_range).
+  double tpot_lo_s = 0, tpot_hi_s = 0, ttft_lo_s = 0, ttft_hi_s = 0;
+  // The decode phases' time by the evidence that priced them (Evidence order: curve, kernel model, host
+  // law, none), as fractions of their serial sum.
+  std::array<double, 4> tpot_evidence{};
+  double throughput_lo_tok_s() const { return tpot_hi_s > 0 ? throughput_tok_s * tpot_s / tpot_hi_s : 0; }
+  double throughput_hi_tok_s() const { return tpot_lo_s > 0 ? throughput_tok_s * tpot_s / tpot_lo_s : 0; }
   double decode_context = 0;      // the mean attended context the step was evaluated at
   double decode_serial_s = 0;     // the decode phases' rooflines summed (no overlap); >= tpot_s
   bool simulated = false;         // true when TPOT came from the discrete-event simulation

@@ -9,6 +9,7 @@
 
 #include "core/units.hpp"
 #include "core/format.hpp"
+#include "model/unverified.hpp"
 
 namespace kvsim {
 
@@ -48,6 +49,17 @@ void at_full_batch_line(std::ostream& o, const PlanResult& r, int tp) {
 
 // Under a policy's row: its index or summaries in HBM (MemoryReport::index_hbm_bytes), per sequence and
 // layer and in total at the batch.
+// "80% range: TPOT 24.0-31.3 ms, TTFT ..., tok/s/GPU ...; decode time by evidence: ..." (model/uncertainty.hpp).
+void range_line(std::ostream& o, const PlanResult& r) {
+  if (!r.feasible || !(r.tpot_hi_s > 0)) return;
+  o << "    80% range (docs/uncertainty.md): TPOT " << fmt("%.3f", r.tpot_lo_s * 1e3) << "-" << fmt("%.3f", r.tpot_hi_s * 1e3)
+    << " ms, TTFT " << fmt("%.1f", r.ttft_lo_s * 1e3) << "-" << fmt("%.1f", r.ttft_hi_s * 1e3) << " ms, "
+    << fmt("%.1f", r.throughput_lo_tok_s()) << "-" << fmt("%.1f", r.throughput_hi_tok_s())
+    << " tok/s/GPU; decode time by evidence: curves " << fmt("%.0f", 100 * r.tpot_evidence[0]) << "%, kernel models "
+    << fmt("%.0f", 100 * r.tpot_evidence[1]) << "%, host thread law " << fmt("%.0f", 100 * r.tpot_evidence[2])
+    << "%, none " << fmt("%.0f", 100 * r.tpot_evidence[3]) << "%\n";
+}
+
 void index_line(std::ostream& o, const PlanResult& r) {
   const MemoryReport& m = r.memory;
   if (m.index_hbm_bytes_per_seq_layer <= 0) return;
@@ -134,6 +146,11 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
   j["calibration"] = {{"name", s.calibration.name},
                       {"calibrated", s.calibration.calibrated},
                       {"description", s.calibration.description}};
+  // Constants in force that no primary source confirmed (model/unverified.hpp).
+  json un = json::array();
+  for (const UnverifiedConstant& u : unverified_in_force(s.gpu.name, s.host.name))
+    un.push_back({{"file", u.file}, {"key", u.key}, {"line", u.line}, {"note", u.note}});
+  j["unverified_constants"] = un;
   const Workload& w = s.workload;
   j["workload"] = {{"output_tokens", w.output_tokens},
                    {"tensor_parallel", w.tensor_parallel},
@@ -155,6 +172,21 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
     e["tpot_ms"] = r.feasible ? json(r.tpot_s * 1e3) : json(nullptr);
     e["ttft_ms"] = r.feasible ? json(r.ttft_s * 1e3) : json(nullptr);
     e["throughput_tok_s"] = r.feasible ? json(r.throughput_tok_s) : json(nullptr);
+    // The 80% ranges (model/uncertainty.hpp): from the validation errors of each phase's evidence. The
+    // max batch is the memory model's, which has no timing in it: its range is the point.
+    e["tpot_ms_low"] = r.feasible ? json(r.tpot_lo_s * 1e3) : json(nullptr);
+    e["tpot_ms_high"] = r.feasible ? json(r.tpot_hi_s * 1e3) : json(nullptr);
+    e["ttft_ms_low"] = r.feasible ? json(r.ttft_lo_s * 1e3) : json(nullptr);
+    e["ttft_ms_high"] = r.feasible ? json(r.ttft_hi_s * 1e3) : json(nullptr);
+    e["throughput_tok_s_low"] = r.feasible ? json(r.throughput_lo_tok_s()) : json(nullptr);
+    e["throughput_tok_s_high"] = r.feasible ? json(r.throughput_hi_tok_s()) : json(nullptr);
+    e["max_batch_low"] = r.memory.max_batch;
+    e["max_batch_high"] = r.memory.max_batch;
+    e["tpot_evidence"] = r.feasible ? json{{"curve", r.tpot_evidence[0]},
+                                           {"kernel_model", r.tpot_evidence[1]},
+                                           {"host_law", r.tpot_evidence[2]},
+                                           {"none", r.tpot_evidence[3]}}
+                                    : json(nullptr);
     e["dominant_bound"] = r.feasible ? json(std::string(to_string(r.dominant))) : json(nullptr);
     e["decode_context_tokens"] = r.feasible ? json(r.decode_context) : json(nullptr);
     e["decode_serial_ms"] = r.feasible ? json(r.decode_serial_s * 1e3) : json(nullptr);
@@ -237,6 +269,13 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
     << "\n";
   if (s.calibration.calibrated && !s.calibration.description.empty())
     o << "  " << s.calibration.description << "\n";
+  const std::vector<UnverifiedConstant> unverified = unverified_in_force(s.gpu.name, s.host.name);
+  if (!unverified.empty()) {
+    o << "unverified constants in force (no primary source; the file's comment says why):";
+    for (size_t i = 0; i < unverified.size(); ++i)
+      o << (i ? ";" : "") << " " << unverified[i].file << ":" << unverified[i].line << " " << unverified[i].key;
+    o << "\n";
+  }
   int64_t last_ctx = -1;
   for (const PlanResult& r : results) {
     if (r.context_tokens != last_ctx) {
@@ -264,6 +303,7 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
                   ratio(r.kv_hbm_vs_full, "%.3f").c_str(), r.memory.hbm_bytes / kGiB,
                   (r.memory.kv_hbm_bytes + r.memory.kv_dram_bytes) / kGiB, std::string(to_string(r.dominant)).c_str());
     o << row;
+    range_line(o, r);
     at_full_batch_line(o, r, w.tensor_parallel);
     index_line(o, r);
     // Phase breakdown of the decode step, largest first.
@@ -303,7 +343,8 @@ std::string plan_csv(const Scenario& s, const std::vector<PlanResult>& results) 
        "dominant_bound,hbm_bytes,dram_bytes,kv_hbm_bytes,kv_dram_bytes,max_batch,throughput_vs_full,kv_hbm_per_seq_vs_full,"
        "bound_tpot_ms,bound_ttft_ms,bound_throughput_tok_s,extrapolated_phases,unmeasured_phases,tensor_parallel,index_hbm_bytes,"
        "index_hbm_bytes_per_seq_layer,at_full_batch,at_full_batch_tpot_ms,at_full_batch_throughput_tok_s,"
-       "at_full_batch_throughput_vs_full\n";
+       "at_full_batch_throughput_vs_full,tpot_ms_low,tpot_ms_high,ttft_ms_low,ttft_ms_high,throughput_tok_s_low,"
+       "throughput_tok_s_high\n";
   char buf[64];
   auto num = [&](double v) {
     std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -329,7 +370,10 @@ std::string plan_csv(const Scenario& s, const std::vector<PlanResult>& results) 
     o << csv_field(ex) << "," << csv_field(un) << "," << s.workload.tensor_parallel << "," << num(r.memory.index_hbm_bytes) << ","
       << num(r.memory.index_hbm_bytes_per_seq_layer) << "," << (r.has_at_full_batch ? std::to_string(a.batch) : "")
       << "," << (at ? num(a.tpot_s * 1e3) : "") << "," << (at ? num(a.throughput_tok_s) : "") << ","
-      << (at ? num(a.throughput_vs_full) : "") << "\n";
+      << (at ? num(a.throughput_vs_full) : "") << "," << (r.feasible ? num(r.tpot_lo_s * 1e3) : "") << ","
+      << (r.feasible ? num(r.tpot_hi_s * 1e3) : "") << "," << (r.feasible ? num(r.ttft_lo_s * 1e3) : "") << ","
+      << (r.feasible ? num(r.ttft_hi_s * 1e3) : "") << "," << (r.feasible ? num(r.throughput_lo_tok_s()) : "") << ","
+      << (r.feasible ? num(r.throughput_hi_tok_s()) : "") << "\n";
   }
   return o.str();
 }

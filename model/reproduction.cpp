@@ -1,5 +1,7 @@
 #include "model/reproduction.hpp"
 
+#include "model/uncertainty.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -265,7 +267,8 @@ std::vector<ReproRow> reproduce(const Reproduction& r) {
     ReproRow row;
     row.figure = &f;
     const double unit = units_of(f.metric).at(f.unit);
-    double si = 0;  // seconds or bytes
+    double si = 0;          // seconds or bytes
+    double lo = 0, hi = 0;  // its 80% range (times and throughputs only)
     if (f.metric == ReproMetric::kv_per_token) {
       si = d.kv_bytes_per_token();
     } else if (f.metric == ReproMetric::kv_prompt) {
@@ -279,22 +282,37 @@ std::vector<ReproRow> reproduce(const Reproduction& r) {
         si = p.memory.hbm_bytes;
       } else if (f.metric == ReproMetric::ttft) {
         si = p.ttft_s;
+        lo = p.ttft_lo_s, hi = p.ttft_hi_s;
       } else if (f.metric == ReproMetric::throughput) {
         si = p.throughput_tok_s;
+        lo = p.throughput_lo_tok_s(), hi = p.throughput_hi_tok_s();
       } else if (f.metric == ReproMetric::latency) {
         si = p.ttft_s + double(f.output - 1) * p.tpot_s;
+        lo = p.ttft_lo_s + double(f.output - 1) * p.tpot_lo_s, hi = p.ttft_hi_s + double(f.output - 1) * p.tpot_hi_s;
       } else if (f.metric == ReproMetric::tpot) {
-        // With phases: the same step (simulated, host dispatch included) without their work.
+        // With phases: the same step (simulated, host dispatch included) without their work; its range
+        // is the whole step's, in proportion.
         si = f.phases.empty() ? p.tpot_s
                               : decode_step(d, *f.pol, f.params,
                                             StepShape{double(p.batch), double(f.context), double(f.output) / 2.0}, false,
                                             &f.phases)
                                     .seconds;
+        lo = si * p.tpot_lo_s / p.tpot_s, hi = si * p.tpot_hi_s / p.tpot_s;
       } else {
-        si = phase_seconds(f.stage == "prefill" ? p.prefill : p.decode, f.phases, true);
+        const std::vector<PhaseResult>& all = f.stage == "prefill" ? p.prefill : p.decode;
+        si = phase_seconds(all, f.phases, true);
+        std::vector<PhaseResult> named;
+        for (const PhaseResult& ph : all)
+          if (std::find(f.phases.begin(), f.phases.end(), std::string(ph.phase.name)) != f.phases.end()) named.push_back(ph);
+        const TimeRange tr = time_range(named, si, d.machine);
+        lo = tr.lo, hi = tr.hi;
       }
     }
     if (!row.predicted_oom) row.predicted = si / unit;
+    if (!row.predicted_oom && hi > 0) {
+      row.has_range = true;
+      row.predicted_low = lo / unit, row.predicted_high = hi / unit;
+    }
     if (f.oom || row.predicted_oom) {
       row.matches_exactly = f.oom && row.predicted_oom;
     } else {

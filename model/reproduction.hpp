@@ -68,6 +68,10 @@ struct ReproRow {
   const PublishedFigure* figure = nullptr;
   bool predicted_oom = false;
   double predicted = 0;        // in the figure's unit
+  // The 80% range of a time or throughput figure (model/uncertainty.hpp), in the figure's unit;
+  // has_range false for memory figures (the memory model has no timing in it) and OOM rows.
+  bool has_range = false;
+  double predicted_low = 0, predicted_high = 0;
   double relative_error = 0;   // (predicted - published) / published; 0 for OOM rows
   bool matches_exactly = false;  // within half a unit of the paper's last printed digit (or both OOM)
   std::string oom_reason;

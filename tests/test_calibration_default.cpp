@@ -4,6 +4,8 @@
 // measurements of its own borrows from its architecture and says so.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -216,8 +218,12 @@ TEST(PublishedFit, TheLibraryFilesAreWhatTheMeasurementsGive) {
   if (!std::filesystem::exists(data)) GTEST_SKIP() << "no published measurements";
   const std::string out = std::string(::testing::TempDir()) + "published_cal";
   std::filesystem::remove_all(out);
-  const auto r = test::run_kvsim("calibrate published --out-dir '" + out + "'");
+  const std::string errors = std::string(::testing::TempDir()) + "published-curve-errors.yaml";
+  const auto r = test::run_kvsim("calibrate published --out-dir '" + out + "' --errors-out '" + errors + "'");
   ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(test::read_text(errors),
+            test::read_text(std::string(KVSIM_SOURCE_DIR) + "/scenarios/measurements/published-curve-errors.yaml"))
+      << "stale: re-run `kvsim calibrate published --report docs/validation/gpu-published.md`";
   for (const auto& e : std::filesystem::directory_iterator(out)) {
     const std::string lib = std::string(KVSIM_SOURCE_DIR) + "/scenarios/calibration/" + e.path().filename().string();
     EXPECT_EQ(test::read_text(e.path().string()), test::read_text(lib))
@@ -447,6 +453,25 @@ TEST(PublishedFit, TheLibraryDataHasNoPointAboveItsCeilingExceptTheListedOnes) {
   for (const auto& f : fit.fits)
     for (const auto& p : f.points)
       if (p.id == "flashinfer-pr551-mla-rtx4090-b16-ctx1k-h8") EXPECT_NEAR(p.efficiency, 0.500, 0.001);
+}
+
+TEST(PublishedFit, PageableCopiesAreKeptApartFromThePinnedCurves) {
+  // The library's RTX 4090 copies come pinned and pageable from one source (cuda-oxide PR #976): every
+  // pageable one is listed apart, none is a point of a copy curve.
+  const auto pts = validate::load_published(std::string(KVSIM_SOURCE_DIR) + "/scenarios/measurements/gpu-published.yaml");
+  std::vector<GpuSpec> gpus;
+  for (const std::string& n : library_names(LibraryKind::hardware)) gpus.push_back(test::gpu(n));
+  const auto fit = validate::fit_published(pts, gpus);
+  std::set<std::string> pageable;
+  for (const auto& p : pts)
+    if (!p.pinned) pageable.insert(p.id);
+  ASSERT_GE(pageable.size(), 4u);
+  std::set<std::string> listed;
+  for (const auto& line : fit.pageable) listed.insert(line.substr(0, line.find(':')));
+  EXPECT_EQ(listed, pageable);
+  for (const auto& f : fit.fits)
+    for (const auto& p : f.points) EXPECT_EQ(pageable.count(p.id), 0u) << p.id << " in " << f.gpu;
+  EXPECT_NE(validate::published_report_markdown(fit, pts).find("### Kept apart: pageable host copies"), std::string::npos);
 }
 
 TEST(PublishedFit, BadMeasurementFileNamesFileLineAndField) {

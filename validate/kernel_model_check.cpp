@@ -1,5 +1,7 @@
 #include "validate/kernel_model_check.hpp"
 
+#include "core/quantile.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -169,7 +171,7 @@ KernelCheckReport check_kernel_models(const std::string& path) {
   for (size_t k = 1; k < size_t(KernelModelId::count); ++k) {
     KernelModelSummary s;
     s.model = KernelModelId(k);
-    std::vector<double> errs;
+    std::vector<double> errs, signed_errs;
     std::set<std::string> sources;
     for (const auto& p : r.points) {
       if (p.model != s.model) continue;
@@ -177,10 +179,16 @@ KernelCheckReport check_kernel_models(const std::string& path) {
       if (!p.counted) continue;
       ++s.counted;
       errs.push_back(std::abs(p.error()));
+      signed_errs.push_back(p.error());
       sources.insert(p.source);
     }
     s.sources = int(sources.size());
     s.median_abs_error = median(errs);
+    std::sort(signed_errs.begin(), signed_errs.end());
+    if (!signed_errs.empty()) {
+      s.p10 = interpolated_quantile(signed_errs, 0.1);
+      s.p90 = interpolated_quantile(signed_errs, 0.9);
+    }
     if (s.points) r.models.push_back(s);
   }
   for (const auto& p : r.points)
@@ -217,7 +225,8 @@ std::string kernel_check_yaml(const KernelCheckReport& r, const std::string& com
   o << "schema: kvsim.kernel_model_checks/1\nmodels:\n";
   for (const auto& s : r.models)
     o << "  " << to_string(s.model) << ": {points: " << s.points << ", counted: " << s.counted
-      << ", sources: " << s.sources << ", median_abs_error: " << fmt("%.4f", s.median_abs_error) << "}\n";
+      << ", sources: " << s.sources << ", median_abs_error: " << fmt("%.4f", s.median_abs_error)
+      << ", p10: " << fmt("%.4f", s.p10) << ", p90: " << fmt("%.4f", s.p90) << "}\n";
   return o.str();
 }
 

@@ -27,6 +27,7 @@ struct KernelModelSummary {
   KernelModelId model = KernelModelId::none;
   int points = 0, counted = 0, sources = 0;
   double median_abs_error = 0;  // over the counted points (0 when none)
+  double p10 = 0, p90 = 0;       // signed errors (predicted / measured - 1) of the counted points
 };
 
 struct KernelCheckReport {

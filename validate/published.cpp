@@ -1,5 +1,7 @@
 #include "validate/published.hpp"
 
+#include "core/quantile.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -236,7 +238,11 @@ void judge(CurveFit& f) {
   double em = 1, xh = 0;
   fit_curve(fit, em, xh);
   std::vector<double> he;
-  for (const auto& p : held) he.push_back(time_error(xh > 0 ? em * p.x / (p.x + xh) : em, p.efficiency));
+  for (const auto& p : held) {
+    const double e_fit = xh > 0 ? em * p.x / (p.x + xh) : em;
+    he.push_back(time_error(e_fit, p.efficiency));
+    f.heldout_signed.push_back(p.efficiency / e_fit - 1);  // predicted time / measured time - 1
+  }
   f.heldout_error = median(he);
   f.heldout_points = int(held.size());
 }
@@ -435,6 +441,11 @@ PublishedFit fit_published(const std::vector<PublishedPoint>& points, const std:
       out.skipped.push_back(p.id + ": " + why);
       continue;
     }
+    if (key.kind == PhaseKind::copy && !p.pinned) {
+      out.pageable.push_back(p.id + ": " + p.gpu + " " + (key.ceiling == Ceiling::d2h ? "d2h" : "h2d") + ", efficiency " +
+                             fmt("%.3f", e) + " (" + rates + "); pageable, kept apart from the pinned curves");
+      continue;
+    }
     if (e > 1) {
       out.above_ceiling.push_back(p.id + ": efficiency " + fmt("%.3f", e) + " > 1 (" + rates +
                                   "): the point or the ceiling is wrong; left out, not clamped");
@@ -628,8 +639,29 @@ std::string published_report_markdown(const PublishedFit& f, const std::vector<P
   points_table(o, f, points);
   gpus_table(o, f);
   list_section(o, "Left out: efficiency above 1 (a data error in the point or in the ceiling)", f.above_ceiling);
+  list_section(o, "Kept apart: pageable host copies (kvsim's offloading copies are pinned; a pageable copy stages through a bounce buffer)", f.pageable);
   list_section(o, "Launch latency", f.launches);
   list_section(o, "Not fitted", f.skipped);
+  return o.str();
+}
+
+std::string published_curve_errors_yaml(const PublishedFit& f, const std::string& command) {
+  std::vector<double> e;
+  for (const CurveFit& c : f.fits)
+    if (c.usable) e.insert(e.end(), c.heldout_signed.begin(), c.heldout_signed.end());
+  std::sort(e.begin(), e.end());
+  auto q = [&](double p) { return e.empty() ? 0.0 : interpolated_quantile(e, p); };
+  std::ostringstream o;
+  o << "# The held-out errors of every usable published curve (docs/validation/gpu-published.md), pooled:\n"
+    << "# each held-out point's predicted / measured kernel time - 1, from the fit without it. A plan's 80%\n"
+    << "# range for a phase a measured curve priced is [1 / (1 + p90), 1 / (1 + p10)] of its time\n"
+    << "# (model/uncertainty.hpp). Written by `" << command << "`; do not edit.\n"
+    << "schema: kvsim.curve_errors/1\n"
+    << "heldout:\n"
+    << "  points: " << e.size() << "\n"
+    << "  p10: " << fmt("%.4f", q(0.1)) << "\n"
+    << "  p50: " << fmt("%.4f", q(0.5)) << "\n"
+    << "  p90: " << fmt("%.4f", q(0.9)) << "\n";
   return o.str();
 }
 

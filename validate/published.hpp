@@ -107,6 +107,7 @@ struct CurveFit {
   double fit_error = 0;              // median |e_fit / e_measured - 1| (time error)
   double heldout_error = -1;         // median over held-out points of the fit without them; -1: too few points
   int heldout_points = 0;
+  std::vector<double> heldout_signed;  // each held-out point's predicted / measured time - 1
   int unverified_points = 0;         // fitted at kUnverifiedWeight
   // Fewer than kMinCurvePoints verified points at two or more x: the curve's shape is the unverified
   // readings'. Still fitted (it is the only curve there is), and said wherever the curve is used.
@@ -137,6 +138,10 @@ struct PublishedFit {
   std::vector<GpuCalibration> gpus;              // every library GPU
   std::vector<std::string> skipped;              // points not fitted, with why (a GPU outside the library, ...)
   std::vector<std::string> above_ceiling;        // data errors: efficiency above 1, with the rates; not fitted
+  // Pageable host copies (`pinned: false`), kept apart with their rates: a pageable copy stages through
+  // the driver's pinned bounce buffer, a different path from the pinned copies kvsim's offloading
+  // policies make and its PCIe curves describe; not fitted.
+  std::vector<std::string> pageable;
   std::vector<std::string> launches;             // launch measurements next to the hardware files' values
 };
 
@@ -151,5 +156,10 @@ std::string published_calibration_yaml(const GpuCalibration& g, const std::strin
 // sources; the unverified points and how far weighting them down moves each curve; then the borrows
 // and what was left out (efficiencies above 1 first).
 std::string published_report_markdown(const PublishedFit& f, const std::vector<PublishedPoint>& points);
+
+// The held-out errors of every usable curve, pooled (signed: predicted / measured time - 1): what a
+// plan's range takes for a phase a measured curve priced (model/uncertainty.hpp). A
+// `kvsim.curve_errors/1` file: the count and the 10th, 50th and 90th percentiles.
+std::string published_curve_errors_yaml(const PublishedFit& f, const std::string& command);
 
 }  // namespace kvsim::validate

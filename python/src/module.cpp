@@ -376,6 +376,8 @@ std::string reproduce_rows(const std::string& paper) {
                        {"batch", f.batch}, {"unit", f.unit}, {"published", f.oom ? json(nullptr) : json(f.value)},
                        {"published_oom", f.oom},
                        {"predicted", row.predicted_oom ? json(nullptr) : json(row.predicted)},
+                       {"predicted_low", row.has_range ? json(row.predicted_low) : json(nullptr)},
+                       {"predicted_high", row.has_range ? json(row.predicted_high) : json(nullptr)},
                        {"predicted_oom", row.predicted_oom}, {"relative_error", row.relative_error},
                        {"exact", f.exact}, {"matches_exactly", row.matches_exactly}, {"approximate", f.approximate},
                        {"comparable", f.comparable}});

@@ -15,7 +15,7 @@ namespace kvsim {
 struct CalibrateCommand {
   CLI::App* cmd = nullptr;
   CLI::App* published = nullptr;
-  std::string measurements, out_dir, report;
+  std::string measurements, out_dir, report, errors_out;
 };
 
 CalibrateCommand* add_calibrate_command(CLI::App& app) {
@@ -29,6 +29,9 @@ CalibrateCommand* add_calibrate_command(CLI::App& app) {
   c.published->add_option("--out-dir", c.out_dir,
                           "where to write <gpu>-published.yaml (default: the library's calibration folder)");
   c.published->add_option("--report", c.report, "also write the Markdown report (docs/validation/gpu-published.md)");
+  c.published->add_option("--errors-out", c.errors_out,
+                          "where to write the pooled held-out errors the plan's ranges use (default: the library's "
+                          "measurements/published-curve-errors.yaml, or beside --out-dir's files)");
   return &c;
 }
 
@@ -150,6 +153,11 @@ int run_calibrate_command(CalibrateCommand& c, int argc, char** argv) {
   for (const auto& g : fit.gpus)
     write_file_atomic(dir + "/" + g.gpu + "-published.yaml",
                       validate::published_calibration_yaml(g, "scenarios/measurements/" + rel, command));
+  // Beside the library's measurements, or beside the calibration files when they go elsewhere.
+  const std::string errors = !c.errors_out.empty() ? c.errors_out
+                             : c.out_dir.empty()   ? library_dir() + "/measurements/published-curve-errors.yaml"
+                                                   : dir + "/published-curve-errors.yaml";
+  write_file_atomic(errors, validate::published_curve_errors_yaml(fit, command));
   const std::string tables = validate::published_report_markdown(fit, points);
   if (!c.report.empty()) write_report(c.report, report_preamble(command) + tables);
   std::printf("%s", tables.c_str());

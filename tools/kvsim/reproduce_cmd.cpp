@@ -145,7 +145,27 @@ std::string summary_line(const std::vector<Loaded>& all) {
                 "%d/%d published orderings reproduced (%d published ties, not orderings)\n",
                 exact_ok, exact, approximate.size(), 100 * median_of(approximate), oom_ok, oom, errs.size(),
                 100 * median_of(errs), comparable.size(), 100 * median_of(comparable), orders_ok, orders, ties);
-  return buf;
+  std::string out = buf;
+  // The ranges (model/uncertainty.hpp): over the comparable time and throughput figures, how often the
+  // published value lies in the 80% range, and the median half-width relative to the estimate.
+  int ranged = 0, covered = 0;
+  std::vector<double> half;
+  for (const Loaded& l : all)
+    for (const ReproRow& row : l.rows) {
+      if (!row.has_range || !row.figure->comparable || row.figure->oom || row.figure->exact || row.figure->approximate) continue;
+      ++ranged;
+      const double v = row.figure->value;
+      covered += v >= row.predicted_low * (1 - 1e-9) && v <= row.predicted_high * (1 + 1e-9);
+      half.push_back(0.5 * (row.predicted_high - row.predicted_low) / row.predicted);
+    }
+  if (ranged > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "ranges: the published value lies in the 80%% range for %d of %d comparable time and throughput figures "
+                  "(%.0f%%); median half-width %.1f%% of the estimate\n",
+                  covered, ranged, 100.0 * covered / ranged, 100 * median_of(half));
+    out += buf;
+  }
+  return out;
 }
 
 std::string table(const std::vector<Loaded>& all) {
@@ -169,6 +189,10 @@ std::string table(const std::vector<Loaded>& all) {
                     metric.c_str(), (long long)f.context, (long long)f.output, published_text(f).c_str(),
                     predicted_text(row).c_str(), error_text(row).c_str());
       s += buf;
+      if (row.has_range) {  // the 80% range, at the predicted figure's digits, on the same line
+        s.pop_back();
+        s += "  (80% range " + fixed(row.predicted_low, f.decimals + 1) + "-" + fixed(row.predicted_high, f.decimals + 1) + ")\n";
+      }
     }
     for (const std::string& g : growth_lines(l.rows)) s += g + "\n";
     for (const std::string& g : order_lines(orderings(l.rows))) s += g + "\n";
@@ -196,6 +220,8 @@ json to_json(const std::vector<Loaded>& all) {
                       {"published", f.oom ? json("OOM") : json(f.value)},
                       {"published_decimals", f.decimals},
                       {"predicted", row.predicted_oom ? json("OOM") : json(row.predicted)},
+                      {"predicted_low", row.has_range ? json(row.predicted_low) : json(nullptr)},
+                      {"predicted_high", row.has_range ? json(row.predicted_high) : json(nullptr)},
                       {"relative_error", (f.oom || row.predicted_oom) ? json(nullptr) : json(row.relative_error)},
                       {"exact", f.exact},
                       {"matches_exactly", row.matches_exactly},
