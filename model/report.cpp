@@ -120,6 +120,26 @@ nlohmann::json modeled_json(const std::vector<ModeledPhase>& ms) {
   return a;
 }
 
+// The 80% ranges (model/uncertainty.hpp): from the validation errors of each phase's evidence. The max
+// batch is the memory model's, which has no timing in it: its range is the point.
+void add_range_json(nlohmann::json& e, const PlanResult& r) {
+  using nlohmann::json;
+  auto v = [&](double x) { return r.feasible ? json(x) : json(nullptr); };
+  e["tpot_ms_low"] = v(r.tpot_lo_s * 1e3);
+  e["tpot_ms_high"] = v(r.tpot_hi_s * 1e3);
+  e["ttft_ms_low"] = v(r.ttft_lo_s * 1e3);
+  e["ttft_ms_high"] = v(r.ttft_hi_s * 1e3);
+  e["throughput_tok_s_low"] = v(r.throughput_lo_tok_s());
+  e["throughput_tok_s_high"] = v(r.throughput_hi_tok_s());
+  e["max_batch_low"] = r.memory.max_batch;
+  e["max_batch_high"] = r.memory.max_batch;
+  e["tpot_evidence"] = r.feasible ? json{{"curve", r.tpot_evidence[0]},
+                                         {"kernel_model", r.tpot_evidence[1]},
+                                         {"host_law", r.tpot_evidence[2]},
+                                         {"none", r.tpot_evidence[3]}}
+                                  : json(nullptr);
+}
+
 nlohmann::json unmeasured_json(const std::vector<UnmeasuredPhase>& un) {
   nlohmann::json a = nlohmann::json::array();
   for (const UnmeasuredPhase& u : un)
@@ -172,21 +192,7 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
     e["tpot_ms"] = r.feasible ? json(r.tpot_s * 1e3) : json(nullptr);
     e["ttft_ms"] = r.feasible ? json(r.ttft_s * 1e3) : json(nullptr);
     e["throughput_tok_s"] = r.feasible ? json(r.throughput_tok_s) : json(nullptr);
-    // The 80% ranges (model/uncertainty.hpp): from the validation errors of each phase's evidence. The
-    // max batch is the memory model's, which has no timing in it: its range is the point.
-    e["tpot_ms_low"] = r.feasible ? json(r.tpot_lo_s * 1e3) : json(nullptr);
-    e["tpot_ms_high"] = r.feasible ? json(r.tpot_hi_s * 1e3) : json(nullptr);
-    e["ttft_ms_low"] = r.feasible ? json(r.ttft_lo_s * 1e3) : json(nullptr);
-    e["ttft_ms_high"] = r.feasible ? json(r.ttft_hi_s * 1e3) : json(nullptr);
-    e["throughput_tok_s_low"] = r.feasible ? json(r.throughput_lo_tok_s()) : json(nullptr);
-    e["throughput_tok_s_high"] = r.feasible ? json(r.throughput_hi_tok_s()) : json(nullptr);
-    e["max_batch_low"] = r.memory.max_batch;
-    e["max_batch_high"] = r.memory.max_batch;
-    e["tpot_evidence"] = r.feasible ? json{{"curve", r.tpot_evidence[0]},
-                                           {"kernel_model", r.tpot_evidence[1]},
-                                           {"host_law", r.tpot_evidence[2]},
-                                           {"none", r.tpot_evidence[3]}}
-                                    : json(nullptr);
+    add_range_json(e, r);
     e["dominant_bound"] = r.feasible ? json(std::string(to_string(r.dominant))) : json(nullptr);
     e["decode_context_tokens"] = r.feasible ? json(r.decode_context) : json(nullptr);
     e["decode_serial_ms"] = r.feasible ? json(r.decode_serial_s * 1e3) : json(nullptr);

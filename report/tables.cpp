@@ -68,6 +68,17 @@ std::string table(const std::string& cls, const std::vector<std::string>& head,
 std::vector<std::string> plan_lines(const json& r, const json& plan) {
   std::vector<std::string> lines;
   if (!r["feasible"].get<bool>()) lines.push_back("infeasible: " + text(field(r, "reason")));
+  // The 80% range (docs/uncertainty.md), as the CLI prints it under the row; absent in plans written
+  // before the ranges.
+  const json& ev = field(r, "tpot_evidence");
+  if (field(r, "tpot_ms_high").is_number() && ev.is_object())
+    lines.push_back("80% range (docs/uncertainty.md): TPOT " + num(field(r, "tpot_ms_low"), "%.3f") + "-" +
+                    num(field(r, "tpot_ms_high"), "%.3f") + " ms, TTFT " + num(field(r, "ttft_ms_low"), "%.1f") + "-" +
+                    num(field(r, "ttft_ms_high"), "%.1f") + " ms, " + num(field(r, "throughput_tok_s_low"), "%.1f") + "-" +
+                    num(field(r, "throughput_tok_s_high"), "%.1f") + " tok/s/GPU; decode time by evidence: curves " +
+                    num(field(ev, "curve"), "%.0f", 100) + "%, kernel models " + num(field(ev, "kernel_model"), "%.0f", 100) +
+                    "%, host thread law " + num(field(ev, "host_law"), "%.0f", 100) + "%, none " +
+                    num(field(ev, "none"), "%.0f", 100) + "%");
   const json& a = field(r, "at_full_batch");
   if (a.is_object() && field(a, "batch") != r["batch"]) {
     const std::string tp = num(field(field(plan, "workload"), "tensor_parallel"), "%.0f");

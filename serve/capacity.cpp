@@ -1,11 +1,13 @@
 #include "serve/capacity.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
 
 #include "core/quantile.hpp"
+#include "serve/step_range.hpp"
 
 namespace kvsim::serve {
 
@@ -25,6 +27,8 @@ nlohmann::json capacity_json(const CapacityResult& r, bool quality) {
     p["ttft_p99_s"] = r.summary.ttft.p99;
     p["tpot_p99_s"] = r.summary.tpot.p99;
     p["goodput_rate"] = r.summary.goodput_rate;
+    p["sized_at"] = r.pessimistic ? "pessimistic" : "estimate";
+    p["step_time_scale"] = {{"decode", r.decode_scale}, {"prefill", r.prefill_scale}};
   } else {
     p["reason"] = r.reason;
   }
@@ -92,6 +96,7 @@ CapacityResult find_capacity(const Scenario& s, const PolicyChoice& scenario_cho
                              const sweep::QualityFn* quality) {
   CapacityResult res;
   res.policy = std::string(scenario_choice.policy->name());
+  res.pessimistic = q.pessimistic;
   PolicyChoice pc = scenario_choice;
   if (q.has_quality()) {
     if (!quality) throw std::logic_error("find_capacity: a quality floor needs a quality function");
@@ -116,6 +121,14 @@ CapacityResult find_capacity(const Scenario& s, const PolicyChoice& scenario_cho
     st.workload.tensor_parallel = tp;
     const Deployment d = make_deployment(st);
     StepCosts costs(d, *pc.policy, pc.params, max_prompt(requests));  // shared by this degree's trials
+    // The pessimistic end: the plan's 80% range at the workload's median request, as factors on every
+    // step time (serve/step_range.hpp).
+    double decode_scale = 1, prefill_scale = 1;
+    if (q.pessimistic) {
+      const StepRange sr = step_range(d, pc, requests);
+      decode_scale = sr.decode_high, prefill_scale = sr.prefill_high;
+      costs.scale_times(decode_scale, prefill_scale);
+    }
     std::map<int, size_t> tried;  // replicas -> index into res.trials
     auto trial = [&](int replicas) -> const CapacityTrial& {
       auto it = tried.find(replicas);
@@ -154,6 +167,7 @@ CapacityResult find_capacity(const Scenario& s, const PolicyChoice& scenario_cho
       res.tensor_parallel = tp;
       res.replicas = hi;
       res.summary = trial(hi).summary;
+      res.decode_scale = decode_scale, res.prefill_scale = prefill_scale;
     }
   }
   if (!res.found) {

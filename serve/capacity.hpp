@@ -23,6 +23,10 @@ struct CapacityQuery {
   // workload's median prompt and output. Without a floor, budgets stay at the scenario's.
   std::optional<double> min_recall, max_error;
   bool has_quality() const { return min_recall || max_error; }
+  // Size at the pessimistic end of the plan's 80% range (model/uncertainty.hpp; the default): every
+  // step time scaled by the range's high end over the estimate, read at the workload's median prompt
+  // and output at the largest batch that fits. false: at the estimate.
+  bool pessimistic = true;
 };
 
 struct CapacityTrial {
@@ -43,6 +47,10 @@ struct CapacityResult {
   ServeSummary summary;  // at the answer
   std::vector<CapacityTrial> trials;
   std::string reason;    // when not found
+  // The end of the 80% range it was sized at, and the factors on the step times that end means at the
+  // answer's tensor parallelism (1 at the estimate).
+  bool pessimistic = true;
+  double decode_scale = 1, prefill_scale = 1;
 };
 
 // `s`: the scenario (its model, GPU, host, calibration and workload settings); `pc`: the policy and its

@@ -87,7 +87,7 @@ double StepCosts::decode(double batch, double prompt, double generated) {
       }
     }
   }
-  return t;
+  return t * decode_scale_;
 }
 
 double StepCosts::grid_prefill(int ix, bool policy) {
@@ -107,13 +107,13 @@ double StepCosts::prefill_chunk(double from, double to) {
     const double a = grid_prefill(c.lo, false);
     return c.w == 0 ? a : a + c.w * (grid_prefill(c.hi, false) - a);
   };
-  return std::max(0.0, D(to) - D(from));
+  return std::max(0.0, D(to) - D(from)) * prefill_scale_;
 }
 
 double StepCosts::policy_prefill(double prompt) {
   const Cell c = cell_of(Axis::prompt, prompt);
   const double a = grid_prefill(c.lo, true);
-  return c.w == 0 ? a : a + c.w * (grid_prefill(c.hi, true) - a);
+  return (c.w == 0 ? a : a + c.w * (grid_prefill(c.hi, true) - a)) * prefill_scale_;
 }
 
 SeqMemory Footprint::at(int64_t generated, int64_t output) const {

@@ -63,6 +63,10 @@ class StepCosts {
 
   int64_t decode_evaluations() const { return decode_evals_; }  // exact decode_step() calls made
 
+  // Every decode and prefill time multiplied by these (default 1): a capacity search sized at the
+  // pessimistic end of the plan's 80% range (model/uncertainty.hpp; serve/capacity.hpp).
+  void scale_times(double decode, double prefill) { decode_scale_ = decode, prefill_scale_ = prefill; }
+
   const Deployment& deployment() const { return d_; }
 
  private:
@@ -77,6 +81,7 @@ class StepCosts {
   std::unordered_map<uint64_t, double> prefill_;  // key: grid index, policy bit
   std::unordered_map<uint64_t, Footprint> memory_;  // key: prompt, output
   int64_t decode_evals_ = 0;
+  double decode_scale_ = 1, prefill_scale_ = 1;
 };
 
 // The grids: a value's cell [lo, hi] as grid indices and the weight of hi.

@@ -26,7 +26,8 @@ std::string target_text(const TargetPlanRequest& r) {
                      : "throughput >= " + fmt("%g", t.value) + " tok/s per GPU (lowest TPOT)") +
          (t.min_recall ? ", recall >= " + fmt("%g", *t.min_recall) : "") +
          (t.max_error ? ", output error <= " + fmt("%g", *t.max_error) : "") +
-         (r.quality ? " on " + r.trace : "");
+         (r.quality ? " on " + r.trace : "") +
+         (t.pessimistic ? "; sized at the pessimistic end of the 80% range (docs/uncertainty.md)" : "; sized at the estimate");
 }
 
 json answer_json(const TargetPlanEntry& an) {
@@ -44,7 +45,12 @@ json answer_json(const TargetPlanEntry& an) {
   }
   e["params"] = params;
   e["batch"] = a.batch;
+  e["sized_at"] = an.pessimistic ? "pessimistic" : "estimate";
   e["estimate"] = {{"tpot_s", a.estimate.tpot_s}, {"ttft_s", a.estimate.ttft_s},
+                   {"tpot_s_low", a.estimate.tpot_lo_s}, {"tpot_s_high", a.estimate.tpot_hi_s},
+                   {"ttft_s_low", a.estimate.ttft_lo_s}, {"ttft_s_high", a.estimate.ttft_hi_s},
+                   {"throughput_tok_s_low", a.estimate.throughput_lo_tok_s()},
+                   {"throughput_tok_s_high", a.estimate.throughput_hi_tok_s()},
                    {"throughput_tok_s", a.estimate.throughput_tok_s}, {"bound", to_string(a.estimate.dominant)},
                    {"hbm_bytes", a.estimate.memory.hbm_bytes}, {"dram_bytes", a.estimate.memory.dram_bytes}};
   e["roofline"] = {{"tpot_s", a.roofline.tpot_s}, {"ttft_s", a.roofline.ttft_s},
@@ -74,6 +80,9 @@ std::string answer_text(const TargetPlanEntry& an) {
                 a.roofline.throughput_tok_s, a.quality ? fmt("%.4f", a.quality->recall).c_str() : "-",
                 a.quality && a.quality->error ? fmt("%.4f", *a.quality->error).c_str() : "-");
   std::string text = buf;
+  text += "      range:   TPOT " + fmt("%.3f", a.estimate.tpot_lo_s * 1e3) + "-" + fmt("%.3f", a.estimate.tpot_hi_s * 1e3) +
+          " ms, " + fmt("%.1f", a.estimate.throughput_lo_tok_s()) + "-" + fmt("%.1f", a.estimate.throughput_hi_tok_s()) +
+          " tok/s/GPU (80%; " + (an.pessimistic ? "sized at the pessimistic end" : "sized at the estimate") + ")\n";
   text += "      binding: " + a.binding + "\n";
   if (!a.budget_binding.empty()) text += "      budget:  " + a.budget_binding + "\n";
   std::string slack;
@@ -119,7 +128,7 @@ std::vector<TargetPlanEntry> plan_targets(const Scenario& s, const TargetPlanReq
       p.target = r.target;
       TargetAnswer a = r.exhaustive ? plan_target_brute_force(p, quality) : plan_target(p, quality);
       if (a.feasible && !a.quality && r.quality) a.quality = quality(*pc.policy, a.params);
-      answers.push_back({ctx, p.knobs, std::move(a)});
+      answers.push_back({ctx, p.knobs, std::move(a), r.target.pessimistic});
     }
   }
   return answers;

@@ -31,6 +31,7 @@ struct TargetPlanEntry {
   int64_t context = 0;
   std::vector<Knob> knobs;  // the knobs searched (empty without a quality floor)
   TargetAnswer answer;
+  bool pessimistic = true;  // the end of the 80% range the target was met at (Target::pessimistic)
 };
 
 // Every context of the scenario's workload × every policy, in that order. A quality floor needs

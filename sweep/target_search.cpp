@@ -80,8 +80,9 @@ class Search {
     }
     const bool tpot = p_.target.kind == Target::Kind::tpot;
     const double T = p_.target.value;
-    auto meets = [&](const PlanResult& r) { return r.feasible && (tpot ? r.tpot_s <= T : r.throughput_tok_s >= T); };
-    auto objective = [&](const PlanResult& r) { return tpot ? r.throughput_tok_s : -r.tpot_s; };
+    const Target& tg = p_.target;
+    auto meets = [&](const PlanResult& r) { return r.feasible && (tpot ? tg.tpot(r) <= T : tg.throughput(r) >= T); };
+    auto objective = [&](const PlanResult& r) { return tpot ? tg.throughput(r) : -tg.tpot(r); };
     if (every_batch) {
       for (int64_t b = 1; b <= M; ++b) {
         const PlanResult r = eval(v, b);
@@ -114,9 +115,11 @@ class Search {
     }
     if (!k.ok) {
       const PlanResult r = eval(v, tpot ? 1 : M);
-      k.why = tpot ? "TPOT: " + fmt("%.3f", r.tpot_s * 1e3) + " ms at batch 1 exceeds the target " +
+      const std::string end = tg.pessimistic ? " (the high end of its 80% range)" : "";
+      const std::string tend = tg.pessimistic ? " (the low end of its 80% range)" : "";
+      k.why = tpot ? "TPOT: " + fmt("%.3f", tg.tpot(r) * 1e3) + " ms" + end + " at batch 1 exceeds the target " +
                          fmt("%.3f", T * 1e3) + " ms (the step is " + std::string(to_string(r.dominant)) + "-bound)"
-                   : "throughput: " + fmt("%.1f", r.throughput_tok_s) + " tok/s at the largest batch that fits (" +
+                   : "throughput: " + fmt("%.1f", tg.throughput(r)) + " tok/s" + tend + " at the largest batch that fits (" +
                          std::to_string(M) + ": memory-limited) is below the target " + fmt("%.1f", T) +
                          " tok/s (the step is " + std::string(to_string(r.dominant)) + "-bound)";
     }
@@ -136,8 +139,8 @@ class Search {
     if (p_.target.has_quality()) a.quality = quality(idx);
     const Target& t = p_.target;
     const PlanResult& r = a.estimate;
-    if (t.kind == Target::Kind::tpot) a.limits.push_back({"TPOT target", r.tpot_s, t.value, 1 - r.tpot_s / t.value});
-    else a.limits.push_back({"throughput target", r.throughput_tok_s, t.value, r.throughput_tok_s / t.value - 1});
+    if (t.kind == Target::Kind::tpot) a.limits.push_back({"TPOT target", t.tpot(r), t.value, 1 - t.tpot(r) / t.value});
+    else a.limits.push_back({"throughput target", t.throughput(r), t.value, t.throughput(r) / t.value - 1});
     const MemoryReport& m = r.memory;
     a.limits.push_back({"HBM capacity", m.hbm_bytes, m.hbm_usable, 1 - m.hbm_bytes / m.hbm_usable});
     if (m.dram_bytes > 0) a.limits.push_back({"host DRAM capacity", m.dram_bytes, m.dram_usable, 1 - m.dram_bytes / m.dram_usable});

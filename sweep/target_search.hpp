@@ -28,7 +28,14 @@ struct Target {
   double value = 0;                   // seconds (tpot) or tokens/s per GPU (throughput)
   std::optional<double> min_recall;   // attention-mass recall floor
   std::optional<double> max_error;    // attention-output relative error ceiling
+  // Which end of the 80% range (model/uncertainty.hpp) the target is met at: the pessimistic one
+  // (TPOT's high end, throughput's low end; the default: a plan that meets its target when the
+  // estimate errs as its evidence did) or the estimate itself.
+  bool pessimistic = true;
   bool has_quality() const { return min_recall || max_error; }
+  // The TPOT and throughput a result is judged by at that end.
+  double tpot(const PlanResult& r) const { return pessimistic ? r.tpot_hi_s : r.tpot_s; }
+  double throughput(const PlanResult& r) const { return pessimistic ? r.throughput_lo_tok_s() : r.throughput_tok_s; }
 };
 
 struct QualityValue {

@@ -129,7 +129,8 @@ TEST(Cli, PlanComparesAtFullKvBatchAndStatesTp) {
   const auto c = test::run_kvsim("plan " + path + " --format csv");
   ASSERT_EQ(c.exit_code, 0) << c.out;
   EXPECT_NE(c.out.find(",tensor_parallel,index_hbm_bytes,index_hbm_bytes_per_seq_layer,at_full_batch,"
-                       "at_full_batch_tpot_ms,at_full_batch_throughput_tok_s,at_full_batch_throughput_vs_full\n"),
+                       "at_full_batch_tpot_ms,at_full_batch_throughput_tok_s,at_full_batch_throughput_vs_full,"
+                          "tpot_ms_low,tpot_ms_high,ttft_ms_low,ttft_ms_high,throughput_tok_s_low,throughput_tok_s_high\n"),
             std::string::npos)
       << c.out;
 }

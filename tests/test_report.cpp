@@ -125,7 +125,7 @@ TEST(Report, PlanPageCarriesThePlanItsTableAndEveryWarning) {
   int lines = 0;
   std::istringstream in(table.out);
   for (std::string line; std::getline(in, line);)
-    for (const char* start : {"    at full KV's batch", "    simulated step", "    index in HBM", "    roofline bound:"})
+    for (const char* start : {"    80% range", "    at full KV's batch", "    simulated step", "    index in HBM", "    roofline bound:"})
       if (line.rfind(start, 0) == 0) {
         ++lines;
         EXPECT_NE(html.find(">" + line.substr(4) + "<"), std::string::npos) << line;

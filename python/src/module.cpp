@@ -29,6 +29,7 @@
 #include "model/scenario.hpp"
 #include "policies/registry.hpp"
 #include "serve/capacity.hpp"
+#include "serve/step_range.hpp"
 #include "serve/serve.hpp"
 #include "sweep/pareto.hpp"
 #include "sweep/quality.hpp"
@@ -278,7 +279,12 @@ std::pair<std::string, std::string> serve_run(const std::string& text, const std
   json j = {{"scenario", name}, {"requests", reqs.size()}, {"policies", json::array()}};
   for (const PolicyChoice& pc : s.policies) {
     results.push_back(serve::run_serving(d, *pc.policy, pc.params, spec, reqs, false));
-    j["policies"].push_back(serve::summary_json(results.back(), spec));
+    json p = serve::summary_json(results.back(), spec);
+    const serve::StepRange sr = serve::step_range(d, pc, reqs);  // the plan's 80% range on the step times
+    p["step_time_range"] = sr.known ? json{{"decode_low", sr.decode_low}, {"decode_high", sr.decode_high},
+                                           {"prefill_low", sr.prefill_low}, {"prefill_high", sr.prefill_high}}
+                                    : json(nullptr);
+    j["policies"].push_back(p);
   }
   return {j.dump(), serve::requests_csv(results)};
 }

@@ -15,6 +15,7 @@
 #include "model/scenario.hpp"
 #include "policies/registry.hpp"
 #include "serve/capacity.hpp"
+#include "serve/step_range.hpp"
 #include "serve/serve.hpp"
 #include "core/units.hpp"
 #include "sweep/quality.hpp"
@@ -32,6 +33,7 @@ struct ServeCommands {
   int replicas = 0;
   std::string router, preemption;
   std::string slo_ttft, slo_tpot;
+  std::string size_at = "pessimistic";
   int max_gpus = 64;
   std::vector<int> tp;
   // capacity's quality floor (as `kvsim plan --target-*` takes it)
@@ -215,15 +217,36 @@ int run_serve(ServeCommands& c) {
   if (!c.requests_csv.empty()) write_file_atomic(c.requests_csv, requests_csv(results));
   if (!c.series.empty()) write_file_atomic(c.series, iterations_csv(results));
   if (!c.timeline.empty()) write_file_atomic(c.timeline, iterations_timeline(results).dump() + "\n");
+  // Each policy's step times carry the plan's 80% range (serve/step_range.hpp): reported beside the run,
+  // which is at the estimate.
+  std::vector<StepRange> ranges(n);
+  for (size_t i = 0; i < n; ++i) ranges[i] = step_range(d, l.s.policies[i], l.requests);
   if (c.format == "json") {
     json j;
     j["scenario"] = l.s.file;
     j["requests"] = l.requests.size();
     j["policies"] = json::array();
-    for (const ServeResult& r : results) j["policies"].push_back(summary_json(r, l.spec));
+    for (size_t i = 0; i < n; ++i) {
+      json p = summary_json(results[i], l.spec);
+      const StepRange& sr = ranges[i];
+      p["step_time_range"] = sr.known ? json{{"decode_low", sr.decode_low}, {"decode_high", sr.decode_high},
+                                             {"prefill_low", sr.prefill_low}, {"prefill_high", sr.prefill_high}}
+                                      : json(nullptr);
+      j["policies"].push_back(p);
+    }
     emit(j.dump(2) + "\n", c.out);
   } else {
-    emit(serve_table(l, results), c.out);
+    std::string t = serve_table(l, results);
+    t += "\nstep times' 80% range at the median request (docs/uncertainty.md; the run is at the estimate; `kvsim "
+         "capacity` sizes at the high end):\n";
+    for (size_t i = 0; i < n; ++i)
+      t += "  " + results[i].label + ": " +
+           (ranges[i].known ? "decode x" + num(ranges[i].decode_low, "%.2f") + "-x" + num(ranges[i].decode_high, "%.2f") +
+                                  ", prefill x" + num(ranges[i].prefill_low, "%.2f") + "-x" +
+                                  num(ranges[i].prefill_high, "%.2f")
+                            : std::string("unknown (the median request does not fit)")) +
+           "\n";
+    emit(t, c.out);
   }
   return 0;
 }
@@ -251,6 +274,7 @@ int run_capacity(ServeCommands& c) {
                             ") of model " + m.name);
   if (c.min_recall >= 0) q.min_recall = c.min_recall;
   if (c.max_error >= 0) q.max_error = c.max_error;
+  q.pessimistic = c.size_at == "pessimistic";
   if (q.has_quality() && c.trace.empty())
     throw_input_error("command line", 0, c.min_recall >= 0 ? "--min-recall" : "--max-output-error",
                       "a quality floor needs --trace TRACE (quality comes from replaying it)");
@@ -289,6 +313,7 @@ int run_capacity(ServeCommands& c) {
     j["requests"] = l.requests.size();
     j["slo"] = {{"ttft_p99_s", q.slo_ttft_p99_s}, {"tpot_p99_s", q.slo_tpot_p99_s}};
     j["router"] = router_name(l.spec.router);
+    j["sized_at"] = q.pessimistic ? "pessimistic" : "estimate";
     j["quality_floor"] = {{"min_recall", q.min_recall ? json(*q.min_recall) : json(nullptr)},
                           {"max_output_error", q.max_error ? json(*q.max_error) : json(nullptr)},
                           {"trace", c.trace.empty() ? json(nullptr) : json(c.trace)},
@@ -310,7 +335,11 @@ int run_capacity(ServeCommands& c) {
                                          (q.min_recall ? " recall >= " + num(*q.min_recall) : "") +
                                          (q.max_error ? " output error <= " + num(*q.max_error) : "") + " on " + c.trace
                                    : std::string()) +
-                  "\n" + (q.has_quality() ? "quality from " + source.description + "\n" : std::string()) + "\n";
+                  "\n" + (q.has_quality() ? "quality from " + source.description + "\n" : std::string()) +
+                  (q.pessimistic ? "sized at the pessimistic end of the plan's 80% range (docs/uncertainty.md): each "
+                                   "policy's step times scaled by its range's high end (--size-at estimate: at the estimate)\n"
+                                 : "sized at the estimate (--size-at estimate)\n") +
+                  "\n";
   char line[512];
   std::snprintf(line, sizeof line, "%-12s %5s %4s %9s %11s %11s %9s\n", "policy", "GPUs", "TP", "replicas",
                 "TTFT p99 ms", "TPOT p99 ms", "trials");
@@ -323,6 +352,9 @@ int run_capacity(ServeCommands& c) {
     else
       std::snprintf(line, sizeof line, "%-12s %5s  %s\n", r.policy.c_str(), "-", r.reason.c_str());
     t += line;
+    if (r.found && r.pessimistic)
+      t += "             step times x" + num(r.decode_scale, "%.3f") + " (decode), x" + num(r.prefill_scale, "%.3f") +
+           " (prefill): the 80% range's high end at the median request\n";
     if (q.has_quality() && !r.budget.empty())
       t += "             budget " + r.budget +
            (r.quality ? ", recall " + num(r.quality->recall, "%.4f") +
@@ -352,6 +384,10 @@ ServeCommands* add_serve_commands(CLI::App& app) {
   c->capacity->add_option("--slo-ttft-p99", c->slo_ttft, "p99 TTFT target, e.g. 2s");
   c->capacity->add_option("--slo-tpot-p99", c->slo_tpot, "p99 TPOT target, e.g. 50ms");
   c->capacity->add_option("--max-gpus", c->max_gpus, "largest GPU count to try")->check(CLI::Range(1, 4096));
+  c->capacity->add_option("--size-at", c->size_at,
+                          "which end of the plan's 80% range (docs/uncertainty.md) to size at: pessimistic (every "
+                          "step time at the range's high end; the default) or estimate")
+      ->check(CLI::IsMember({"pessimistic", "estimate"}));
   c->capacity->add_option("--tp", c->tp, "tensor-parallel degrees to try (repeatable; default 1 2 4 8)");
   c->capacity->add_option("--min-recall", c->min_recall, "quality floor: attention-mass recall on --trace")
       ->check(CLI::Range(0.0, 1.0));

@@ -19,6 +19,7 @@ struct TargetOptions {
   std::string trace;
   int64_t max_steps = 0;
   bool exhaustive = false;
+  std::string size_at = "pessimistic";
   std::vector<std::string> knobs;  // POLICY.PARAM=V1,V2,...
   std::string quality_cache;
 };
@@ -46,6 +47,10 @@ TargetOptions* add_target_options(CLI::App& plan) {
                   "instead of the policy's default knobs (repeatable; docs/planning.md)");
   plan.add_option("--quality-cache", t.quality_cache,
                   "JSON file that keeps replayed quality across runs (same trace file and settings)");
+  plan.add_option("--size-at", t.size_at,
+                  "which end of the 80% range (docs/uncertainty.md) the target is met at: pessimistic (TPOT's "
+                  "high end, throughput's low end; the default) or estimate")
+      ->check(CLI::IsMember({"pessimistic", "estimate"}));
   plan.add_flag("--exhaustive", t.exhaustive, "evaluate every grid point and batch instead of searching (to check the search)");
   return &t;
 }
@@ -57,6 +62,7 @@ int run_target_plan(const TargetOptions& t, const Scenario& s, const std::string
   sweep::Target& target = r.target;
   target.kind = t.tpot_ms > 0 ? sweep::Target::Kind::tpot : sweep::Target::Kind::throughput;
   target.value = t.tpot_ms > 0 ? t.tpot_ms * 1e-3 : t.throughput;
+  target.pessimistic = t.size_at == "pessimistic";
   if (t.min_recall >= 0) target.min_recall = t.min_recall;
   if (t.max_error >= 0) target.max_error = t.max_error;
   if (target.has_quality() && t.trace.empty())
