@@ -58,7 +58,15 @@ PhaseSpread from_errors(Evidence ev, int group, double p10, double p90) {
 // Groups: 0 no evidence, 1 the host law, 2..: one per kernel model, then one per (kind, ceiling) curve.
 constexpr int kGroupNone = 0, kGroupHostLaw = 1, kGroupModels = 2;
 constexpr int kGroupCurves = kGroupModels + int(KernelModelId::count);
-constexpr int kGroups = kGroupCurves + int(PhaseKind::count) * int(Ceiling::count);
+
+// The factors each kind of evidence gives, read once: every plan's every phase asks.
+struct Factors {
+  PhaseSpread curve;  // group to be set per (kind, ceiling)
+  bool curve_known = false;
+  std::array<PhaseSpread, size_t(KernelModelId::count)> model{};
+  std::array<bool, size_t(KernelModelId::count)> model_known{};
+};
+const Factors& factors();
 
 }  // namespace
 
@@ -66,6 +74,24 @@ const CurveErrors& published_curve_errors() {
   static const CurveErrors c = load_curve_errors();
   return c;
 }
+
+namespace {
+const Factors& factors() {
+  static const Factors f = [] {
+    Factors x;
+    const CurveErrors& c = published_curve_errors();
+    x.curve_known = c.points > 0;
+    if (x.curve_known) x.curve = from_errors(Evidence::curve, kGroupCurves, c.p10, c.p90);
+    for (size_t k = 1; k < size_t(KernelModelId::count); ++k) {
+      const KernelModelCheck& m = kernel_model_check(KernelModelId(k));
+      x.model_known[k] = m.counted > 0;
+      if (x.model_known[k]) x.model[k] = from_errors(Evidence::kernel_model, kGroupModels + int(k), m.p10, m.p90);
+    }
+    return x;
+  }();
+  return f;
+}
+}  // namespace
 
 PhaseSpread phase_spread(const PhaseResult& r, const Machine& m) {
   const Phase& p = r.phase;
@@ -81,15 +107,13 @@ PhaseSpread phase_spread(const PhaseResult& r, const Machine& m) {
     s.hi = law.has_slow ? std::max(1.0, g / law.slow_gain(cores, n0)) : 1.0;
     return s;
   }
+  const Factors& f = factors();
   if (r.kernel != KernelModelId::none) {
-    const KernelModelCheck& c = kernel_model_check(r.kernel);
-    if (c.counted > 0) return from_errors(Evidence::kernel_model, kGroupModels + int(r.kernel), c.p10, c.p90);
-  } else if (r.curve) {
-    const CurveErrors& c = published_curve_errors();
-    if (c.points > 0)
-      return from_errors(Evidence::curve,
-                         kGroupCurves + int(p.kind) * int(Ceiling::count) + (r.ceiling == Ceiling::count ? 0 : int(r.ceiling)),
-                         c.p10, c.p90);
+    if (f.model_known[size_t(r.kernel)]) return f.model[size_t(r.kernel)];
+  } else if (r.curve && f.curve_known) {
+    PhaseSpread s = f.curve;
+    s.group = kGroupCurves + int(p.kind) * int(Ceiling::count) + (r.ceiling == Ceiling::count ? 0 : int(r.ceiling));
+    return s;
   }
   PhaseSpread s;
   s.evidence = Evidence::none;
@@ -100,22 +124,35 @@ PhaseSpread phase_spread(const PhaseResult& r, const Machine& m) {
 }
 
 TimeRange time_range(const std::vector<PhaseResult>& phases, double seconds, const Machine& m) {
-  std::array<double, kGroups> down{}, up{};
+  // The groups a step touches are few (a curve or two, a model or two): a short list searched in place
+  // instead of an array over every possible group.
+  constexpr size_t kMax = 24;
+  std::array<int, kMax> group;
+  std::array<double, kMax> down, up;
+  size_t groups = 0;
   std::array<double, 4> t_share{};
-  double serial = 0;
+  double serial = 0, d2 = 0, u2 = 0;
   for (const PhaseResult& r : phases) {
     if (!(r.seconds > 0)) continue;
     serial += r.seconds;
     const PhaseSpread s = phase_spread(r, m);
     t_share[size_t(s.evidence)] += r.seconds;
-    down[size_t(s.group)] += r.seconds * (1 - s.lo);
-    up[size_t(s.group)] += r.seconds * (s.hi - 1);
+    size_t g = 0;
+    while (g < groups && group[g] != s.group) ++g;
+    if (g == groups) {
+      if (groups == kMax) {  // more evidence than a step has ever had: fold into the last (wider, not narrower)
+        g = kMax - 1;
+      } else {
+        group[g] = s.group, down[g] = up[g] = 0, ++groups;
+      }
+    }
+    down[g] += r.seconds * (1 - s.lo);
+    up[g] += r.seconds * (s.hi - 1);
   }
   TimeRange t{seconds, seconds, {}};
   if (!(serial > 0)) return t;
   for (size_t e = 0; e < t.share.size(); ++e) t.share[e] = t_share[e] / serial;
-  double d2 = 0, u2 = 0;
-  for (size_t g = 0; g < size_t(kGroups); ++g) d2 += down[g] * down[g], u2 += up[g] * up[g];
+  for (size_t g = 0; g < groups; ++g) d2 += down[g] * down[g], u2 += up[g] * up[g];
   const double scale = seconds / serial;  // the phases' shares of the total
   t.lo = std::max(0.0, seconds - scale * std::sqrt(d2));
   t.hi = seconds + scale * std::sqrt(u2);
