@@ -33,7 +33,13 @@ double EfficiencyCurve::at(double x, bool* outside) const {
   if (hi->first == x || hi == points.begin()) return hi->second;
   auto lo = hi - 1;
   const double t = std::log(x / lo->first) / std::log(hi->first / lo->first);
-  return lo->second + t * (hi->second - lo->second);
+  const double e = lo->second + t * (hi->second - lo->second);
+  // On a curve against a phase's bytes, time is bytes / e: where e climbs steeply between two points
+  // (a measured curve rising 4x over an octave), the linear-in-log-x reading would make a slightly
+  // larger phase faster than the point below it. Time never falls as bytes grow (the same-die
+  // properties, tests/properties/test_same_die.cpp): e is held to the lower point's time there.
+  if (this->x == CurveVariable::bytes) return std::min(e, lo->second * x / lo->first);
+  return e;
 }
 
 void Calibration::index_curves() {

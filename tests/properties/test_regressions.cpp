@@ -88,6 +88,8 @@ TEST(PropertyRegressions, ASlowerHostPhaseCanShortenTheSimulatedStepALittle) {
   ASSERT_TRUE(a.feasible && b.feasible && a.simulated);
   EXPECT_EQ(a.batch, 90);
   EXPECT_GT(a.decode_serial_s, b.decode_serial_s);  // more work in the phases alone
-  EXPECT_LT(a.tpot_s, b.tpot_s);                    // and yet a shorter step
-  EXPECT_GT(a.tpot_s, b.tpot_s * (1 - 1e-3));       // by less than the exception allows
+  // The anomaly itself (a shorter step than the bound's) showed with the host calibration measured on
+  // 2026-11-25; the one measured again on 2026-12-07 without the clamp (docs/validation/cpu.md) gives this
+  // point other call costs, and its step is then longer than the bound's. What the property allows stays:
+  EXPECT_GT(a.tpot_s, b.tpot_s * (1 - 1e-3));  // never shorter than the bound by more than the exception
 }
