@@ -120,6 +120,10 @@ class Browser(unittest.TestCase):
         first_table = d.find_element("id", "plan").text
         first_chart = self.js("return JSON.stringify(document.getElementById('chart-xput').data.map(t => t.y))")
         self.assertIn("quest", first_table)
+        # Each row carries its TPOT's 80% range, and the charts its error bars (docs/uncertainty.md).
+        self.assertIn("TPOT 80% range", first_table)
+        self.assertTrue(self.js("return document.querySelectorAll('#plan td.range').length") > 0)
+        self.assertTrue(self.js("return document.getElementById('chart-tpot').data[0].error_y.array.some(v => v > 0)"))
 
         # A control changes: the table and a chart follow.
         updates = int(self.js("return document.body.dataset.updates"))
