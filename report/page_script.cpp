@@ -118,8 +118,12 @@ const char* const kPageScript = R"JS(
         return t;
       })};
     });
-    traces.push({name: 'estimate (TPOT)', type: 'scatter', mode: 'markers', marker: {symbol: 'diamond', size: 10, color: 'black'},
-                 x: x, y: results.map(function (r) { return r.tpot_ms; })});
+    // The estimate with its 80% range as an error bar (docs/uncertainty.md; absent in older plans).
+    traces.push({name: 'estimate (TPOT, 80% range)', type: 'scatter', mode: 'markers', marker: {symbol: 'diamond', size: 10, color: 'black'},
+                 x: x, y: results.map(function (r) { return r.tpot_ms; }),
+                 error_y: {type: 'data', symmetric: false, visible: true,
+                           array: results.map(function (r) { return r.tpot_ms_high == null ? null : r.tpot_ms_high - r.tpot_ms; }),
+                           arrayminus: results.map(function (r) { return r.tpot_ms_low == null ? null : r.tpot_ms - r.tpot_ms_low; })}});
     traces.push({name: 'roofline bound', type: 'scatter', mode: 'markers', marker: {symbol: 'x', size: 10, color: 'red'},
                  x: x, y: results.map(function (r) { return r.bound ? r.bound.tpot_ms : null; })});
     plot('chart-phases', traces, {title: 'Decode phases per policy: estimate against bound', barmode: 'stack',
