@@ -4,8 +4,11 @@
 #pragma once
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/deployment.hpp"
 #include "model/scenario.hpp"
+#include "serve/serve.hpp"
 #include "serve/workload.hpp"
 
 namespace kvsim::serve {
@@ -16,5 +19,19 @@ struct StepRange {
 };
 
 StepRange step_range(const Deployment& d, const PolicyChoice& pc, const std::vector<Request>& requests);
+
+// A serving run's range: the same run again with every step time at the low end of its range and at the
+// high end (queueing turns a step-time range into a wider latency range, so the ends are simulated,
+// not scaled). `run` false when the step range is unknown.
+struct ServeRange {
+  StepRange steps;
+  bool run = false;
+  ServeSummary low, high;  // the summaries at the low and the high step times
+};
+ServeRange serve_range(const Deployment& d, const PolicyChoice& pc, const ServingSpec& spec,
+                       const std::vector<Request>& requests);
+// `{"step_time": {decode_low, decode_high, prefill_low, prefill_high}, "low_end": {...}, "high_end":
+// {...}}` with each end's ttft_p99_s, tpot_p99_s, throughput_tok_s and goodput_rate; null when unknown.
+nlohmann::json serve_range_json(const ServeRange& r);
 
 }  // namespace kvsim::serve

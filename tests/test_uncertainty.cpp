@@ -148,6 +148,23 @@ TEST(Uncertainty, TargetPlansSizeAtThePessimisticEndUnlessAskedNotTo) {
   EXPECT_NE(bad.out.find("--size-at"), std::string::npos) << bad.out;
 }
 
+TEST(Uncertainty, AServingRunIsSimulatedAgainAtEachEndOfItsStepTimes) {
+  const auto r = test::run_kvsim("serve --policy full --requests 200 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto p = nlohmann::json::parse(r.out.substr(r.out.find('{')))["policies"][0];  // after the progress lines
+  ASSERT_TRUE(p["range"].is_object()) << p.dump();
+  const auto& g = p["range"];
+  EXPECT_LT(g["step_time"]["decode_low"].get<double>(), 1);
+  EXPECT_GT(g["step_time"]["decode_high"].get<double>(), 1);
+  // Slower steps never make a run's tail shorter: the estimate's p99 TPOT lies between the ends'.
+  const double lo = g["low_end"]["tpot_p99_s"], hi = g["high_end"]["tpot_p99_s"], est = p["tpot_s"]["p99"];
+  EXPECT_LE(lo, est * (1 + 1e-9));
+  EXPECT_GE(hi, est * (1 - 1e-9));
+  EXPECT_LT(lo, hi);
+  const auto t = test::run_kvsim("serve --policy full --requests 200");
+  EXPECT_NE(t.out.find("80% range (docs/uncertainty.md): each run again"), std::string::npos) << t.out;
+}
+
 TEST(Uncertainty, ReproduceRowsCarryARangeAroundTheEstimate) {
   const auto r = test::run_kvsim("reproduce ctkvr --format json");
   ASSERT_EQ(r.exit_code, 0) << r.out;

@@ -280,10 +280,7 @@ std::pair<std::string, std::string> serve_run(const std::string& text, const std
   for (const PolicyChoice& pc : s.policies) {
     results.push_back(serve::run_serving(d, *pc.policy, pc.params, spec, reqs, false));
     json p = serve::summary_json(results.back(), spec);
-    const serve::StepRange sr = serve::step_range(d, pc, reqs);  // the plan's 80% range on the step times
-    p["step_time_range"] = sr.known ? json{{"decode_low", sr.decode_low}, {"decode_high", sr.decode_high},
-                                           {"prefill_low", sr.prefill_low}, {"prefill_high", sr.prefill_high}}
-                                    : json(nullptr);
+    p["range"] = serve::serve_range_json(serve::serve_range(d, pc, spec, reqs));  // the run at its range's ends
     j["policies"].push_back(p);
   }
   return {j.dump(), serve::requests_csv(results)};

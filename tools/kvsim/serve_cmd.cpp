@@ -217,10 +217,9 @@ int run_serve(ServeCommands& c) {
   if (!c.requests_csv.empty()) write_file_atomic(c.requests_csv, requests_csv(results));
   if (!c.series.empty()) write_file_atomic(c.series, iterations_csv(results));
   if (!c.timeline.empty()) write_file_atomic(c.timeline, iterations_timeline(results).dump() + "\n");
-  // Each policy's step times carry the plan's 80% range (serve/step_range.hpp): reported beside the run,
-  // which is at the estimate.
-  std::vector<StepRange> ranges(n);
-  for (size_t i = 0; i < n; ++i) ranges[i] = step_range(d, l.s.policies[i], l.requests);
+  // Each policy's step times carry the plan's 80% range (serve/step_range.hpp): the run again at each end.
+  std::vector<ServeRange> ranges(n);
+  parallel_for(int(n), [&](int i, int) { ranges[size_t(i)] = serve_range(d, l.s.policies[size_t(i)], l.spec, l.requests); });
   if (c.format == "json") {
     json j;
     j["scenario"] = l.s.file;
@@ -228,24 +227,26 @@ int run_serve(ServeCommands& c) {
     j["policies"] = json::array();
     for (size_t i = 0; i < n; ++i) {
       json p = summary_json(results[i], l.spec);
-      const StepRange& sr = ranges[i];
-      p["step_time_range"] = sr.known ? json{{"decode_low", sr.decode_low}, {"decode_high", sr.decode_high},
-                                             {"prefill_low", sr.prefill_low}, {"prefill_high", sr.prefill_high}}
-                                      : json(nullptr);
+      p["range"] = serve_range_json(ranges[i]);
       j["policies"].push_back(p);
     }
     emit(j.dump(2) + "\n", c.out);
   } else {
     std::string t = serve_table(l, results);
-    t += "\nstep times' 80% range at the median request (docs/uncertainty.md; the run is at the estimate; `kvsim "
-         "capacity` sizes at the high end):\n";
-    for (size_t i = 0; i < n; ++i)
-      t += "  " + results[i].label + ": " +
-           (ranges[i].known ? "decode x" + num(ranges[i].decode_low, "%.2f") + "-x" + num(ranges[i].decode_high, "%.2f") +
-                                  ", prefill x" + num(ranges[i].prefill_low, "%.2f") + "-x" +
-                                  num(ranges[i].prefill_high, "%.2f")
-                            : std::string("unknown (the median request does not fit)")) +
-           "\n";
+    t += "\n80% range (docs/uncertainty.md): each run again with its step times at the low and the high end of the "
+         "plan's range at the median request:\n";
+    for (size_t i = 0; i < n; ++i) {
+      const ServeRange& r = ranges[i];
+      if (!r.run) {
+        t += "  " + results[i].label + ": unknown (the median request does not fit)\n";
+        continue;
+      }
+      t += "  " + results[i].label + ": step times x" + num(r.steps.decode_low, "%.2f") + "-x" +
+           num(r.steps.decode_high, "%.2f") + " (decode); TTFT p99 " + ms(r.low.ttft.p99) + "-" + ms(r.high.ttft.p99) +
+           " ms, TPOT p99 " + ms(r.low.tpot.p99) + "-" + ms(r.high.tpot.p99) + " ms, " +
+           num(r.high.throughput_tok_s, "%.0f") + "-" + num(r.low.throughput_tok_s, "%.0f") + " tok/s" +
+           (r.high.overloaded ? " (OVERLOADED at the high end)" : "") + "\n";
+    }
     emit(t, c.out);
   }
   return 0;
