@@ -165,6 +165,24 @@ TEST(Uncertainty, AServingRunIsSimulatedAgainAtEachEndOfItsStepTimes) {
   EXPECT_NE(t.out.find("80% range (docs/uncertainty.md): each run again"), std::string::npos) << t.out;
 }
 
+TEST(Uncertainty, CapacitySizesAtThePessimisticEndUnlessAskedNotTo) {
+  const std::string base = "capacity --policy full --rate 2 --requests 200 --slo-tpot-p99 40ms --format json";
+  const auto p = test::run_kvsim(base), e = test::run_kvsim(base + " --size-at estimate");
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  ASSERT_EQ(e.exit_code, 0) << e.out;
+  const auto jp = nlohmann::json::parse(p.out.substr(p.out.find('{'))), je = nlohmann::json::parse(e.out.substr(e.out.find('{')));
+  EXPECT_EQ(jp["sized_at"], "pessimistic");
+  EXPECT_EQ(je["sized_at"], "estimate");
+  const auto& a = jp["policies"][0];
+  const auto& b = je["policies"][0];
+  ASSERT_TRUE(a["found"].get<bool>() && b["found"].get<bool>()) << a.dump() << b.dump();
+  EXPECT_GT(a["step_time_scale"]["decode"].get<double>(), 1);
+  EXPECT_DOUBLE_EQ(b["step_time_scale"]["decode"].get<double>(), 1);
+  EXPECT_GE(a["gpus"].get<int>(), b["gpus"].get<int>());  // slower steps never need fewer GPUs
+  const auto t = test::run_kvsim("capacity --policy full --rate 2 --requests 200 --slo-tpot-p99 40ms");
+  EXPECT_NE(t.out.find("sized at the pessimistic end of the plan's 80% range"), std::string::npos) << t.out;
+}
+
 TEST(Uncertainty, ReproduceRowsCarryARangeAroundTheEstimate) {
   const auto r = test::run_kvsim("reproduce ctkvr --format json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
