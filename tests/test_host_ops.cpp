@@ -224,6 +224,28 @@ TEST(HostOps, BadProfilesAreErrorsThatNameTheFieldAndTheValue) {
     EXPECT_NE(std::string(e.what()).find("phases.cpu_rerank.points[1]"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(unsorted), std::string::npos) << e.what();
   }
+  // The thread law: only USL, its parameters in [0, 1]; errors name the field and the value.
+  const std::string law = write("kvsim_host_ops_law.yaml",
+                                "schema: kvsim.host_profile/1\nname: t\nmeasured_on: ci-2core\nthreads: 2\n"
+                                "thread_scaling: {law: amdahl, sigma: 0, kappa: 0.002, source: s}\nphases:\n"
+                                "  cpu_rerank: {fixed_us: 10, points: [[1, 1]]}\n");
+  try {
+    load_host_ops_file(law);
+    FAIL() << "an unknown law accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("thread_scaling.law"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("amdahl"), std::string::npos) << e.what();
+  }
+  const std::string kappa = write("kvsim_host_ops_kappa.yaml",
+                                  "schema: kvsim.host_profile/1\nname: t\nmeasured_on: ci-2core\nthreads: 2\n"
+                                  "thread_scaling: {law: usl, sigma: 0, kappa: 2, source: s, slow: {sigma: 0.1, kappa: 0.02, source: s}}\n"
+                                  "phases:\n  cpu_rerank: {fixed_us: 10, points: [[1, 1]]}\n");
+  try {
+    load_host_ops_file(kappa);
+    FAIL() << "kappa 2 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("thread_scaling.kappa"), std::string::npos) << e.what();
+  }
   const std::string nohost = write("kvsim_host_ops_nohost.yaml",
                                    "schema: kvsim.host_profile/1\nname: t\nmeasured_on: no-such-host\nthreads: 2\nphases:\n"
                                    "  cpu_rerank: {fixed_us: 10, points: [[1, 1]]}\n");
