@@ -101,8 +101,7 @@ double Calibration::efficiency(const Phase& p, Ceiling c, double bytes_per_insta
   if (outside_out) *outside_out = *outside_out || outside;
   // A run_bytes curve measured the run-length cost itself; any other curve keeps the gather penalty.
   if (cv->x == CurveVariable::run_bytes) return e;
-  const double h = half_run_bytes[size_t(c)];
-  return p.run_bytes > 0 && h > 0 ? e * p.run_bytes / (p.run_bytes + h) : e;
+  return e * run_share(c, p.run_bytes);
 }
 
 namespace {

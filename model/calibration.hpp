@@ -101,10 +101,13 @@ struct Calibration {
   const Efficiency& operator[](PhaseKind k) const { return per_kind[size_t(k)]; }
   // Efficiency of ceiling c for a phase of kind k whose gathers have runs of `run_bytes` (0 = none);
   // constants only (no phase to look curves up by).
-  double efficiency(PhaseKind k, Ceiling c, double run_bytes) const {
-    const double e = per_kind[size_t(k)][c];
+  double efficiency(PhaseKind k, Ceiling c, double run_bytes) const { return per_kind[size_t(k)][c] * run_share(c, run_bytes); }
+  // The gather penalty alone: run / (run + half_run[c]), 1 for one contiguous block (run_bytes 0) or
+  // no penalty on c. The kernel models apply it too (model/kernel_model.cpp), so none prices a gather
+  // below the bound printed beside it.
+  double run_share(Ceiling c, double run_bytes) const {
     const double h = half_run_bytes[size_t(c)];
-    return run_bytes > 0 && h > 0 ? e * run_bytes / (run_bytes + h) : e;
+    return run_bytes > 0 && h > 0 ? run_bytes / (run_bytes + h) : 1.0;
   }
   // Efficiency of ceiling c for phase p: the curve for p's name and kind, else the curve for p's kind,
   // else the constant with the gather penalty. `bytes_per_instance` is the x of a `bytes` curve.

@@ -121,7 +121,7 @@ std::string host_ops_note(const HostOpsOnTarget& t, double cores, double dram) {
   if (law.sigma > 0 || law.kappa > 0) {
     s += "; threads by the universal scalability law (sigma " + fmt("%.3g", law.sigma) + ", kappa " +
          fmt("%.3g", law.kappa) + ", " + law.source + "): a team of " + fmt("%.0f", law.team(cores, p.threads)) +
-         " threads runs at " + fmt("%.2f", law.throughput(law.team(cores, p.threads)) / law.throughput(p.threads)) +
+         " threads runs at " + fmt("%.2f", law.gain(cores, p.threads)) +
          "x the measured " + std::to_string(p.threads) + " threads' rate";
   } else {
     s += "; threads linear in cores (the profile gives no thread_scaling law)";

@@ -79,13 +79,6 @@ double sector_share(double run_bytes) {
   return run_bytes / (kc::kSectorBytes * std::ceil(run_bytes / kc::kSectorBytes));
 }
 
-double gather_share(double run_bytes, const Calibration& cal) {
-  double share = sector_share(run_bytes);
-  const double h = cal.half_run_bytes[size_t(Ceiling::hbm)];
-  if (run_bytes > 0 && h > 0) share = std::min(share, run_bytes / (run_bytes + h));
-  return share;
-}
-
 bool gpu_ceiling(Ceiling c) { return c == Ceiling::tensor || c == Ceiling::simt || c == Ceiling::hbm; }
 
 }  // namespace
@@ -160,7 +153,7 @@ double kernel_model_efficiency(const Phase& p, Ceiling c, const Machine& m, bool
       // A run of r bytes uses r / (32 ceil(r / 32)) of the sectors it touches; the calibration's gather
       // estimate (r / (r + half_run), what the bound printed beside a calibrated plan uses) can be the
       // lower of the two, and then it is the one: a model never prices a gather faster than that bound.
-      if (c == Ceiling::hbm) e *= gather_share(p.run_bytes, *m.calibration);
+      if (c == Ceiling::hbm) e *= std::min(sector_share(p.run_bytes), m.calibration->run_share(c, p.run_bytes));
       break;
     }
     case KernelModelId::copy_calls:
@@ -168,9 +161,7 @@ double kernel_model_efficiency(const Phase& p, Ceiling c, const Machine& m, bool
       // block, the calibration's gather estimate for runs (r / (r + half_run): each short run travels in
       // its own TLPs, as the bound beside it prices them); the per-call costs are the model's fixed time.
       found = c == Ceiling::h2d || c == Ceiling::d2h;
-      e = 1;
-      if (found && p.run_bytes > 0 && m.calibration->half_run_bytes[size_t(c)] > 0)
-        e = p.run_bytes / (p.run_bytes + m.calibration->half_run_bytes[size_t(c)]);
+      e = found ? m.calibration->run_share(c, p.run_bytes) : 1;
       break;
     default: break;
   }
