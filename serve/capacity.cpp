@@ -1,12 +1,10 @@
 #include "serve/capacity.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <stdexcept>
 
-#include "core/quantile.hpp"
 #include "serve/step_range.hpp"
 
 namespace kvsim::serve {
@@ -63,13 +61,7 @@ namespace {
 sweep::TargetAnswer floor_budget(const Scenario& s, const PolicyChoice& pc, const std::vector<Request>& requests,
                                  const CapacityQuery& q, const sweep::QualityFn& quality,
                                  std::vector<sweep::Knob>& knobs) {
-  std::vector<double> prompts, outputs;
-  for (const Request& r : requests) {
-    prompts.push_back(double(r.prompt_tokens));
-    outputs.push_back(double(r.output_tokens));
-  }
-  std::sort(prompts.begin(), prompts.end());
-  std::sort(outputs.begin(), outputs.end());
+  const MedianRequest median = median_request(requests);
   const Deployment dep = make_deployment(s);
   Scenario ideal = s;
   ideal.calibration = Calibration{};
@@ -79,8 +71,8 @@ sweep::TargetAnswer floor_budget(const Scenario& s, const PolicyChoice& pc, cons
   p.roofline = &bound;
   p.policy = pc.policy;
   p.base = pc.params;
-  p.context = int64_t(std::llround(interpolated_quantile(prompts, 0.5)));
-  p.output = std::max<int64_t>(1, std::llround(interpolated_quantile(outputs, 0.5)));
+  p.context = median.prompt;
+  p.output = median.output;
   p.knobs = knobs = sweep::budget_knobs(*pc.policy, p.context);
   p.target.kind = sweep::Target::Kind::tpot;
   p.target.value = q.slo_tpot_p99_s > 0 ? q.slo_tpot_p99_s : 1e9;  // no TPOT target: the most throughput

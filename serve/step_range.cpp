@@ -1,9 +1,7 @@
 #include "serve/step_range.hpp"
 
 #include <algorithm>
-#include <cmath>
 
-#include "core/quantile.hpp"
 #include "model/plan.hpp"
 #include "serve/step_costs.hpp"
 
@@ -12,13 +10,8 @@ namespace kvsim::serve {
 StepRange step_range(const Deployment& d, const PolicyChoice& pc, const std::vector<Request>& requests) {
   StepRange s;
   if (requests.empty()) return s;
-  std::vector<double> prompts, outputs;
-  for (const Request& r : requests) prompts.push_back(double(r.prompt_tokens)), outputs.push_back(double(r.output_tokens));
-  std::sort(prompts.begin(), prompts.end());
-  std::sort(outputs.begin(), outputs.end());
-  const int64_t ctx = std::max<int64_t>(1, std::llround(interpolated_quantile(prompts, 0.5)));
-  const int64_t out = std::max<int64_t>(1, std::llround(interpolated_quantile(outputs, 0.5)));
-  const PlanResult pr = evaluate(DesignPoint{&d, pc.policy, &pc.params, ctx, out, 0});
+  const MedianRequest m = median_request(requests);
+  const PlanResult pr = evaluate(DesignPoint{&d, pc.policy, &pc.params, std::max<int64_t>(1, m.prompt), m.output, 0});
   if (!pr.feasible || !(pr.tpot_s > 0) || !(pr.ttft_s > 0)) return s;
   s.known = true;
   s.decode_low = pr.tpot_lo_s / pr.tpot_s, s.decode_high = pr.tpot_hi_s / pr.tpot_s;
@@ -26,17 +19,18 @@ StepRange step_range(const Deployment& d, const PolicyChoice& pc, const std::vec
   return s;
 }
 
-ServeRange serve_range(const Deployment& d, const PolicyChoice& pc, const ServingSpec& spec,
+ServeRange serve_range(StepCosts& costs, const PolicyChoice& pc, const ServingSpec& spec,
                        const std::vector<Request>& requests) {
   ServeRange r;
-  r.steps = step_range(d, pc, requests);
+  r.steps = step_range(costs.deployment(), pc, requests);
   if (!r.steps.known) return r;
   r.run = true;
-  for (bool high : {false, true}) {
-    StepCosts costs(d, *pc.policy, pc.params, max_prompt(requests));
-    costs.scale_times(high ? r.steps.decode_high : r.steps.decode_low, high ? r.steps.prefill_high : r.steps.prefill_low);
-    (high ? r.high : r.low) = run_serving(costs, *pc.policy, spec, requests, false).summary;
-  }
+  // The same tables at each end: the exact steps already computed for the estimate's run are reused.
+  costs.scale_times(r.steps.decode_low, r.steps.prefill_low);
+  r.low = run_serving(costs, *pc.policy, spec, requests, false).summary;
+  costs.scale_times(r.steps.decode_high, r.steps.prefill_high);
+  r.high = run_serving(costs, *pc.policy, spec, requests, false).summary;
+  costs.scale_times(1, 1);
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include "model/deployment.hpp"
 #include "model/scenario.hpp"
 #include "serve/serve.hpp"
+#include "serve/step_costs.hpp"
 #include "serve/workload.hpp"
 
 namespace kvsim::serve {
@@ -28,7 +29,9 @@ struct ServeRange {
   bool run = false;
   ServeSummary low, high;  // the summaries at the low and the high step times
 };
-ServeRange serve_range(const Deployment& d, const PolicyChoice& pc, const ServingSpec& spec,
+// `costs` are the tables the estimate's run used (their deployment, pc's policy and parameters); their
+// time scale is back at 1 on return.
+ServeRange serve_range(StepCosts& costs, const PolicyChoice& pc, const ServingSpec& spec,
                        const std::vector<Request>& requests);
 // `{"step_time": {decode_low, decode_high, prefill_low, prefill_high}, "low_end": {...}, "high_end":
 // {...}}` with each end's ttft_p99_s, tpot_p99_s, throughput_tok_s and goodput_rate; null when unknown.

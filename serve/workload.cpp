@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/quantile.hpp"
 #include "core/csv.hpp"
 
 namespace kvsim::serve {
@@ -573,6 +574,19 @@ std::vector<Request> load_request_file(const std::string& path, int64_t max_cont
   RequestReader rr(path, max_context);
   if (looks_like_jsonl(path, in)) return load_jsonl(in, rr);
   return load_csv(in, rr);
+}
+
+MedianRequest median_request(const std::vector<Request>& requests) {
+  MedianRequest m;
+  if (requests.empty()) return m;
+  std::vector<double> prompts, outputs;
+  prompts.reserve(requests.size()), outputs.reserve(requests.size());
+  for (const Request& r : requests) prompts.push_back(double(r.prompt_tokens)), outputs.push_back(double(r.output_tokens));
+  std::sort(prompts.begin(), prompts.end());
+  std::sort(outputs.begin(), outputs.end());
+  m.prompt = int64_t(std::llround(interpolated_quantile(prompts, 0.5)));
+  m.output = std::max<int64_t>(1, std::llround(interpolated_quantile(outputs, 0.5)));
+  return m;
 }
 
 }  // namespace kvsim::serve

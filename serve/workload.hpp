@@ -19,6 +19,14 @@ struct Request {
   int64_t output_tokens = 0;
 };
 
+// The workload's median request: the medians of its prompt and output lengths (type-7 quantiles,
+// rounded; the output at least 1). What capacity's budget search and the step-time range read
+// (serve/capacity.hpp, serve/step_range.hpp). Zeros for no requests.
+struct MedianRequest {
+  int64_t prompt = 0, output = 0;
+};
+MedianRequest median_request(const std::vector<Request>& requests);
+
 // A token-length distribution. `fixed`: value. `uniform`: integers in [min, max]. `lognormal`: the
 // exp of a normal with the given median's log and sigma, rounded, clamped to [min, max]. `empirical`:
 // values drawn uniformly from a file's list (one integer per line, '#' comments).

@@ -278,9 +278,10 @@ std::pair<std::string, std::string> serve_run(const std::string& text, const std
   std::vector<serve::ServeResult> results;
   json j = {{"scenario", name}, {"requests", reqs.size()}, {"policies", json::array()}};
   for (const PolicyChoice& pc : s.policies) {
-    results.push_back(serve::run_serving(d, *pc.policy, pc.params, spec, reqs, false));
+    serve::StepCosts costs(d, *pc.policy, pc.params, serve::max_prompt(reqs));
+    results.push_back(serve::run_serving(costs, *pc.policy, spec, reqs, false));
     json p = serve::summary_json(results.back(), spec);
-    p["range"] = serve::serve_range_json(serve::serve_range(d, pc, spec, reqs));  // the run at its range's ends
+    p["range"] = serve::serve_range_json(serve::serve_range(costs, pc, spec, reqs));  // the run at its range's ends
     j["policies"].push_back(p);
   }
   return {j.dump(), serve::requests_csv(results)};

@@ -195,11 +195,16 @@ int run_serve(ServeCommands& c) {
   // Policies are independent: one per core.
   const size_t n = l.s.policies.size();
   std::vector<ServeResult> results(n);
+  // Each policy's step times carry the plan's 80% range (serve/step_range.hpp): the run again at each
+  // end, on the tables the estimate's run filled.
+  std::vector<ServeRange> ranges(n);
   std::atomic<int> done{0};
   std::mutex print;
   parallel_for(int(n), [&](int i, int) {
     const PolicyChoice& pc = l.s.policies[size_t(i)];
-    results[size_t(i)] = run_serving(d, *pc.policy, pc.params, l.spec, l.requests, record);
+    StepCosts costs(d, *pc.policy, pc.params, max_prompt(l.requests));
+    results[size_t(i)] = run_serving(costs, *pc.policy, l.spec, l.requests, record);
+    ranges[size_t(i)] = serve_range(costs, pc, l.spec, l.requests);
     const ServeResult& r = results[size_t(i)];
     std::lock_guard<std::mutex> lock(print);
     std::fprintf(stderr, "serve: %s (%d/%zu): %zu requests, %lld iterations in %.3f s (%.0f requests/s, %.0f iterations/s)\n",
@@ -217,9 +222,6 @@ int run_serve(ServeCommands& c) {
   if (!c.requests_csv.empty()) write_file_atomic(c.requests_csv, requests_csv(results));
   if (!c.series.empty()) write_file_atomic(c.series, iterations_csv(results));
   if (!c.timeline.empty()) write_file_atomic(c.timeline, iterations_timeline(results).dump() + "\n");
-  // Each policy's step times carry the plan's 80% range (serve/step_range.hpp): the run again at each end.
-  std::vector<ServeRange> ranges(n);
-  parallel_for(int(n), [&](int i, int) { ranges[size_t(i)] = serve_range(d, l.s.policies[size_t(i)], l.spec, l.requests); });
   if (c.format == "json") {
     json j;
     j["scenario"] = l.s.file;
