@@ -436,14 +436,23 @@ TEST(PublishedFit, APointAboveItsCeilingIsLeftOutWithTheRatesNotClamped) {
   EXPECT_NE(validate::published_report_markdown(fit, pts).find("### Left out: efficiency above 1"), std::string::npos);
 }
 
+// The library's published points, and their fit over every library GPU (what `kvsim calibrate
+// published` fits).
+std::vector<validate::PublishedPoint> library_points() {
+  return validate::load_published(std::string(KVSIM_SOURCE_DIR) + "/scenarios/measurements/gpu-published.yaml");
+}
+validate::PublishedFit library_fit(const std::vector<validate::PublishedPoint>& pts) {
+  std::vector<GpuSpec> gpus;
+  for (const std::string& n : library_names(LibraryKind::hardware)) gpus.push_back(test::gpu(n));
+  return validate::fit_published(pts, gpus);
+}
+
 TEST(PublishedFit, TheLibraryDataHasNoPointAboveItsCeilingExceptTheListedOnes) {
   // After the MLA byte count and a100-40g's unrounded H2D rate, three points remain above their
   // ceilings (docs/validation/gpu-published.md): two H100 PCIe copies against an estimated 35 GB/s
   // and one RTX 4090 fp16 GEMM above the FP32-accumulate peak. A new one is a data error to look at.
-  const auto pts = validate::load_published(std::string(KVSIM_SOURCE_DIR) + "/scenarios/measurements/gpu-published.yaml");
-  std::vector<GpuSpec> gpus;
-  for (const std::string& n : library_names(LibraryKind::hardware)) gpus.push_back(test::gpu(n));
-  const auto fit = validate::fit_published(pts, gpus);
+  const auto pts = library_points();
+  const auto fit = library_fit(pts);
   std::vector<std::string> ids;
   for (const auto& line : fit.above_ceiling) ids.push_back(line.substr(0, line.find(':')));
   EXPECT_EQ(ids, (std::vector<std::string>{"vllm-pr48434-h100pcie-8k-run16-merged-solo",
@@ -458,10 +467,8 @@ TEST(PublishedFit, TheLibraryDataHasNoPointAboveItsCeilingExceptTheListedOnes) {
 TEST(PublishedFit, PageableCopiesAreKeptApartFromThePinnedCurves) {
   // The library's RTX 4090 copies come pinned and pageable from one source (cuda-oxide PR #976): every
   // pageable one is listed apart, none is a point of a copy curve.
-  const auto pts = validate::load_published(std::string(KVSIM_SOURCE_DIR) + "/scenarios/measurements/gpu-published.yaml");
-  std::vector<GpuSpec> gpus;
-  for (const std::string& n : library_names(LibraryKind::hardware)) gpus.push_back(test::gpu(n));
-  const auto fit = validate::fit_published(pts, gpus);
+  const auto pts = library_points();
+  const auto fit = library_fit(pts);
   std::set<std::string> pageable;
   for (const auto& p : pts)
     if (!p.pinned) pageable.insert(p.id);

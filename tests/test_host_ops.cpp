@@ -225,27 +225,25 @@ TEST(HostOps, BadProfilesAreErrorsThatNameTheFieldAndTheValue) {
     EXPECT_NE(std::string(e.what()).find(unsorted), std::string::npos) << e.what();
   }
   // The thread law: only USL, its parameters in [0, 1]; errors name the field and the value.
-  const std::string law = write("kvsim_host_ops_law.yaml",
-                                "schema: kvsim.host_profile/1\nname: t\nmeasured_on: ci-2core\nthreads: 2\n"
-                                "thread_scaling: {law: amdahl, sigma: 0, kappa: 0.002, source: s}\nphases:\n"
-                                "  cpu_rerank: {fixed_us: 10, points: [[1, 1]]}\n");
-  try {
-    load_host_ops_file(law);
-    FAIL() << "an unknown law accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("thread_scaling.law"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("amdahl"), std::string::npos) << e.what();
-  }
-  const std::string kappa = write("kvsim_host_ops_kappa.yaml",
-                                  "schema: kvsim.host_profile/1\nname: t\nmeasured_on: ci-2core\nthreads: 2\n"
-                                  "thread_scaling: {law: usl, sigma: 0, kappa: 2, source: s, slow: {sigma: 0.1, kappa: 0.02, source: s}}\n"
-                                  "phases:\n  cpu_rerank: {fixed_us: 10, points: [[1, 1]]}\n");
-  try {
-    load_host_ops_file(kappa);
-    FAIL() << "kappa 2 accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("thread_scaling.kappa"), std::string::npos) << e.what();
-  }
+  auto law_error = [&](const std::string& file, const std::string& scaling) {
+    const std::string path = write(file, "schema: kvsim.host_profile/1\nname: t\nmeasured_on: ci-2core\nthreads: 2\n"
+                                         "thread_scaling: " + scaling + "\nphases:\n  cpu_rerank: {fixed_us: 10, points: [[1, 1]]}\n");
+    try {
+      load_host_ops_file(path);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string amdahl = law_error("kvsim_host_ops_law.yaml", "{law: amdahl, sigma: 0, kappa: 0.002, source: s}");
+  EXPECT_NE(amdahl.find("thread_scaling.law"), std::string::npos) << amdahl;
+  EXPECT_NE(amdahl.find("amdahl"), std::string::npos) << amdahl;
+  const std::string kappa = law_error("kvsim_host_ops_kappa.yaml",
+                                      "{law: usl, sigma: 0, kappa: 2, source: s, slow: {sigma: 0.1, kappa: 0.02, source: s}}");
+  EXPECT_NE(kappa.find("thread_scaling.kappa"), std::string::npos) << kappa;
+  const std::string slow = law_error("kvsim_host_ops_slow.yaml",
+                                     "{law: usl, sigma: 0, kappa: 0.002, source: s, slow: {sigma: 1.5, kappa: 0.02, source: s}}");
+  EXPECT_NE(slow.find("thread_scaling.slow.sigma"), std::string::npos) << slow;
   const std::string nohost = write("kvsim_host_ops_nohost.yaml",
                                    "schema: kvsim.host_profile/1\nname: t\nmeasured_on: no-such-host\nthreads: 2\nphases:\n"
                                    "  cpu_rerank: {fixed_us: 10, points: [[1, 1]]}\n");

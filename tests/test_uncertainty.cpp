@@ -141,7 +141,8 @@ TEST(Uncertainty, TargetPlansSizeAtThePessimisticEndUnlessAskedNotTo) {
   EXPECT_EQ(ea["sized_at"], "estimate");
   EXPECT_LE(pa["estimate"]["tpot_s_high"].get<double>(), 30e-3);
   EXPECT_LE(ea["estimate"]["tpot_s"].get<double>(), 30e-3);
-  EXPECT_GT(ea["estimate"]["tpot_s_high"].get<double>(), 30e-3 * 0.999 * 0);  // present
+  // At the estimate the range's high end may pass the target; at the pessimistic end it may not.
+  EXPECT_GE(ea["estimate"]["tpot_s_high"].get<double>(), ea["estimate"]["tpot_s"].get<double>());
   EXPECT_LE(pa["batch"].get<int64_t>(), ea["batch"].get<int64_t>());  // sizing for the worse case fits fewer
   const auto bad = test::run_kvsim("plan --target-tpot 30 --size-at optimistic");
   EXPECT_NE(bad.exit_code, 0);
