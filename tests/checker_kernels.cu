@@ -145,6 +145,21 @@ __global__ void broadcast_kernel(const float* in, float* out) {
   out[i] = in[0];
 }
 __global__ void counter_kernel(unsigned* counter) { atomicAdd(counter, 1u); }
+// A known chain (kernels/emu/counters.hpp, LaunchCounts::chain_*): every thread loads 4 floats 256 bytes
+// apart, one barrier, then each reads its neighbour's shared slot and thread 0 alone loads 3 floats more.
+// The block's chain: 4 + 3 global steps, 1 shared step (stores are not steps), 1 barrier.
+__global__ void chain_kernel(const float* in, float* out) {
+  __shared__ float slot[64];
+  const unsigned t = threadIdx.x;
+  float acc = 0.f;
+  for (int k = 0; k < 4; ++k) acc += in[blockIdx.x * 256 + k * 64 + t];
+  slot[t] = acc;
+  __syncthreads();
+  acc += slot[(t + 1) % 64];
+  if (t == 0)
+    for (int k = 0; k < 3; ++k) acc += in[blockIdx.x * 256 + k * 64 + 1];
+  out[blockIdx.x * 64 + t] = acc;
+}
 
 std::vector<float> iota(size_t n, float from = 1.f) {
   std::vector<float> v(n);
@@ -240,6 +255,11 @@ void broadcast_read() {
   Dev<float> in(iota(1)), out(64);
   KVSIM_LAUNCH(broadcast_kernel, 1, 64)(in.p, out.p);
   launched("broadcast_read");
+}
+void chain_of_loads() {
+  Dev<float> in(iota(2 * 256)), out(2 * 64);
+  KVSIM_LAUNCH(chain_kernel, 2, 64)(in.p, out.p);
+  launched("chain_of_loads");
 }
 void one_counter_atomics() {
   Dev<unsigned> counter(1);

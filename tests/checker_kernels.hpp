@@ -41,5 +41,7 @@ void coalesced_copy();
 void stride2_read();
 void broadcast_read();
 void one_counter_atomics();
+// Two blocks of 64 threads with a known chain: 7 global steps, 1 shared step, 1 barrier (chain_kernel).
+void chain_of_loads();
 
 }  // namespace kvsim::test::checker_kernels

@@ -267,4 +267,15 @@ TEST(EmuTraffic, BroadcastReadIsOneSectorAndFourBytesPerWarp) {
   EXPECT_EQ(a.load_instructions + a.store_instructions, 0u);
 }
 
+TEST(EmuTraffic, ChainCountsTheLongestThreadPerBarrierInterval) {
+  KVSIM_REQUIRE_CHECKER();
+  const auto c = counted(ck::chain_of_loads);
+  EXPECT_EQ(c.chain_global, 7u);  // 4 loads by every thread, then 3 more by thread 0 after the barrier
+  EXPECT_EQ(c.chain_shared, 1u);  // the neighbour's slot; the stores before the barrier are not steps
+  EXPECT_EQ(c.barriers, 1u);
+  EXPECT_EQ(c.static_shared_bytes, 256u);  // slot[64]
+  // 2 blocks x 256 distinct floats read: 64 sectors, all first touches.
+  EXPECT_EQ(c.unique_read_sectors, 64u);
+}
+
 }  // namespace

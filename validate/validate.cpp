@@ -1,6 +1,7 @@
 #include "validate/validate.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -44,6 +45,41 @@ double x_of(const Case& c, const Phase& ph, Ceiling cl) {
   }
   return 0;
 }
+
+}  // namespace
+
+namespace {
+std::atomic<int> full_size_scopes{0};
+}  // namespace
+FullSizeEmulation::FullSizeEmulation() { ++full_size_scopes; }
+FullSizeEmulation::~FullSizeEmulation() { --full_size_scopes; }
+bool FullSizeEmulation::on() { return full_size_scopes.load() > 0; }
+
+CasePoint case_point(const Case& c, const Instance& in, const Ceilings& ce, const Calibration& uncal) {
+  CasePoint p;
+  Phase& ph = p.ph;
+  ph = Phase{c.model_phases.empty() ? std::string_view(c.phase) : std::string_view(c.model_phases.front()), c.kind,
+             ce.device == "cpu" ? Device::cpu : Device::gpu, ce.unit, {}};
+  ph.run_bytes = in.run_bytes;
+  ph.context_tokens = in.context_tokens;
+  ph.batch = in.batch;
+  ph.work.flops = in.work.flops;
+  ph.work.dram_bytes = in.work.dram_bytes;
+  ph.work.hbm_bytes = in.work.hbm_bytes;
+  ph.work.h2d_bytes = in.work.h2d_bytes;
+  const Calibration ideal;
+  Machine m = ce.machine;
+  m.calibration = &ideal;
+  const PhaseTime r = roofline(ph, m);
+  p.ceiling = ceiling_of(r.bound, ce.unit);
+  p.x = x_of(c, ph, p.ceiling);
+  p.ideal_seconds = r.seconds;
+  const double h = uncal.half_run_bytes[size_t(p.ceiling)];
+  p.penalty = c.x != CurveVariable::run_bytes && ph.run_bytes > 0 && h > 0 ? ph.run_bytes / (ph.run_bytes + h) : 1.0;
+  return p;
+}
+
+namespace {
 
 // One size of one case being measured: its instances (one per thread), the phase the model sees (the
 // instances' work summed: they run at once), the calls per sample, and the samples so far.

@@ -56,6 +56,18 @@ struct Case {
   double emu_size = 0;
 };
 
+// While one is alive (on any thread), the emulated CUDA cases build their instances at the sizes the GPU
+// kit measures instead of the shrunk ones their plumbing tests use: the kernel time model's check
+// (kernel_time_check.hpp) runs them as they were measured.
+class FullSizeEmulation {
+ public:
+  FullSizeEmulation();
+  ~FullSizeEmulation();
+  FullSizeEmulation(const FullSizeEmulation&) = delete;
+  FullSizeEmulation& operator=(const FullSizeEmulation&) = delete;
+  static bool on();
+};
+
 // The ceilings of the machine the kernels run on.
 struct Ceilings {
   std::string device = "cpu";  // "cpu" or "cuda"
@@ -76,6 +88,17 @@ struct Options {
   std::string command;            // the command line, recorded in the file
   std::string filter;             // only cases whose phase name contains this
 };
+
+// One instance of a case as `run` sees it: the phase the model prices (named by the first model phase,
+// launches left out), the ceiling the ideal roofline says binds, the curve variable's value there, the
+// ideal roofline's seconds and the gather penalty `run` divides a non-run_bytes curve's efficiency by
+// (so a measured efficiency e at this point is a time of ideal_seconds / (e x penalty)).
+struct CasePoint {
+  Phase ph;
+  Ceiling ceiling = Ceiling::hbm;
+  double x = 0, ideal_seconds = 0, penalty = 1;
+};
+CasePoint case_point(const Case& c, const Instance& in, const Ceilings& ce, const Calibration& uncal);
 
 // Times `samples` runs of `inner` calls each; returns seconds per call of every sample.
 using Timer = std::function<std::vector<double>(const std::vector<Instance>& instances, int inner, int samples)>;

@@ -106,6 +106,7 @@ struct State {
   bool counting = false;
   LaunchCounts traffic_counts;
   TrafficCounter traffic;
+  std::vector<uint8_t> static_used;  // per static __shared__ array: touched in this launch
 };
 // The state lives in a thread_local with constructors (its first use initializes it), reached on the
 // hot path through a plain pointer: a thread_local with a constructor costs a call on every access.
@@ -221,6 +222,7 @@ bool ordered(const Seen& earlier, unsigned me) {
 // One access to shared bytes [cells, cells + n); `what(i)` names byte i for a report.
 template <class Name>
 void shared_access(Cell* cells, size_t n, Access kind, uint32_t pc, Name&& what) {
+  if (st().counting && kind != Access::store) st().traffic.shared_step(tls_thread.linear);
   const unsigned me = tls_thread.linear;
   const uint32_t e = st().epoch;
   const Seen mine{e, own_clock(me), pc, uint16_t(me), uint8_t(kind == Access::atomic)};
@@ -286,6 +288,7 @@ void static_shared_access(uintptr_t a, size_t n, Access kind, const SourceLine& 
     return;
   }
   const uint32_t idx = uint32_t(arr - t.arrays.data());
+  if (st().counting) st().static_used[idx] = 1;
   // One instruction that reached two arrays indexes past the first one into its neighbour.
   auto [it, fresh] = st().instruction_array.emplace(src.id, idx);
   if (!fresh && it->second != idx) {
@@ -489,6 +492,7 @@ void launch_begin(const char* kernel, dim3 grid, dim3 block, const unsigned char
   s.stamp = 0;
   s.counting = CountSink::active();
   s.traffic_counts = LaunchCounts{};
+  s.static_used.assign(t.arrays.size(), 0);
 }
 
 void block_begin(uint3 b) {
@@ -504,7 +508,9 @@ void block_begin(uint3 b) {
 }
 
 void barrier_released() {
-  if (st_ptr) ++st().epoch;
+  if (!st_ptr) return;
+  ++st().epoch;
+  if (st().in_launch && st().counting) st().traffic.barrier();
 }
 
 void warp_synced(unsigned first_thread, unsigned group) {
@@ -533,6 +539,11 @@ std::string launch_end(LaunchCounts* counts) {
     counts->load_useful_bytes = t.load_useful_bytes, counts->store_useful_bytes = t.store_useful_bytes;
     counts->atomic_useful_bytes = t.atomic_useful_bytes;
     counts->unique_sectors = t.unique_sectors;
+    counts->unique_read_sectors = t.unique_read_sectors;
+    counts->chain_global = t.chain_global, counts->chain_shared = t.chain_shared, counts->barriers = t.barriers;
+    const StaticSharedTable& table = static_shared();
+    for (size_t i = 0; i < st().static_used.size() && i < table.arrays.size(); ++i)
+      if (st().static_used[i]) counts->static_shared_bytes += table.arrays[i].bytes;
   }
   if (st().findings == 0) {
     reset();

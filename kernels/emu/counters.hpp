@@ -33,6 +33,20 @@ struct LaunchCounts {
   // query, a radix select's passes over one row) count there every time.
   uint64_t unique_sectors = 0;
   uint64_t unique_bytes() const { return 32 * unique_sectors; }
+  // Of those, the sectors it read (loads and atomics): the share of its load instructions' sectors that
+  // are first touches (DRAM) rather than repeats (L2) is unique_read_sectors / (load + atomic sectors).
+  uint64_t unique_read_sectors = 0;
+
+  // What bounds a block that has the GPU to itself (the time model, validate/kernel_time_model.hpp):
+  // the longest chain of memory instructions one thread waits on, joined at barriers. Each barrier
+  // interval contributes the most any thread of the block issued in it; the block's chain is the sum over
+  // its intervals, and the launch's is the longest block's. Global loads and atomics count in
+  // `chain_global` (a store does not stall its thread); shared-memory accesses in `chain_shared`.
+  // `barriers` is the most __syncthreads any block released.
+  uint64_t chain_global = 0, chain_shared = 0, barriers = 0;
+  // Static __shared__ bytes the launch's kernel touched (every array it accessed, whole); with
+  // dynamic_shared_bytes, the block's shared memory, which bounds the blocks an SM holds at once.
+  uint64_t static_shared_bytes = 0;
 
   uint64_t sectors() const { return load_sectors + store_sectors + atomic_sectors; }
   uint64_t sector_bytes() const { return 32 * sectors(); }

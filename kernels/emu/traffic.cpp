@@ -17,6 +17,10 @@ void TrafficCounter::record(unsigned thread, uint32_t instruction, TrafficKind k
     l.in->ranges[l.range].second = l.hi;
     return;
   }
+  if (kind != TrafficKind::store) {  // a load or atomic the thread waits on: one step of its chain
+    if (thread >= global_steps_.size()) global_steps_.resize(thread + 1);
+    ++global_steps_[thread];
+  }
   const uint32_t instance = executions_[uint64_t(thread) << 32 | instruction]++;
   Instruction& in = instructions_[Key{thread / 32, instruction, instance}];
   in.kind = kind;
@@ -24,7 +28,30 @@ void TrafficCounter::record(unsigned thread, uint32_t instruction, TrafficKind k
   l = Last{instruction, kind, addr, addr + bytes, &in, in.ranges.size() - 1};
 }
 
+void TrafficCounter::shared_step(unsigned thread) {
+  if (thread >= shared_steps_.size()) shared_steps_.resize(thread + 1);
+  ++shared_steps_[thread];
+}
+
+void TrafficCounter::close_interval() {
+  uint32_t g = 0, sh = 0;
+  for (uint32_t x : global_steps_) g = std::max(g, x);
+  for (uint32_t x : shared_steps_) sh = std::max(sh, x);
+  block_chain_global_ += g, block_chain_shared_ += sh;
+  std::fill(global_steps_.begin(), global_steps_.end(), 0u);
+  std::fill(shared_steps_.begin(), shared_steps_.end(), 0u);
+}
+
+void TrafficCounter::barrier() {
+  close_interval();
+  ++block_barriers_;
+}
+
 void TrafficCounter::flush(LaunchCounts& c) {
+  close_interval();
+  c.chain_global = std::max(c.chain_global, block_chain_global_);
+  c.chain_shared = std::max(c.chain_shared, block_chain_shared_);
+  c.barriers = std::max(c.barriers, block_barriers_);
   for (auto& [key, in] : instructions_) {
     auto& r = in.ranges;
     std::sort(r.begin(), r.end());
@@ -65,7 +92,9 @@ void TrafficCounter::finish_launch(LaunchCounts& c) {
   // A sector read and written (an update in place) crosses the DRAM bus twice; one read many times, once.
   for (auto* v : {&launch_read_, &launch_written_}) {
     std::sort(v->begin(), v->end());
-    c.unique_sectors += uint64_t(std::unique(v->begin(), v->end()) - v->begin());
+    const uint64_t distinct = uint64_t(std::unique(v->begin(), v->end()) - v->begin());
+    c.unique_sectors += distinct;
+    if (v == &launch_read_) c.unique_read_sectors += distinct;
     v->clear();
   }
 }
@@ -74,6 +103,8 @@ void TrafficCounter::clear() {
   executions_.clear();
   instructions_.clear();
   last_.clear();
+  global_steps_.clear(), shared_steps_.clear();
+  block_chain_global_ = block_chain_shared_ = block_barriers_ = 0;
 }
 
 }  // namespace kvsim::emu

@@ -31,6 +31,10 @@ class TrafficCounter {
   void flush(LaunchCounts& c);
   // At the end of a launch: the distinct sectors of all its blocks into c.unique_sectors; forgets them.
   void finish_launch(LaunchCounts& c);
+  // A shared-memory access by `thread`: one step of its chain (see LaunchCounts::chain_shared).
+  void shared_step(unsigned thread);
+  // Every thread of the block passed a __syncthreads: the interval's longest chains join the block's.
+  void barrier();
   void clear();  // the block's state (not the launch's sectors)
   void reset() { clear(), launch_read_.clear(), launch_written_.clear(); }
 
@@ -59,6 +63,11 @@ class TrafficCounter {
   std::unordered_map<uint64_t, uint32_t> executions_;  // (thread, instruction) -> times executed so far
   std::unordered_map<Key, Instruction, KeyHash> instructions_;
   std::vector<Last> last_;  // per thread of the block
+  // Chains (LaunchCounts::chain_*): per thread, its steps in the current barrier interval; per block,
+  // the sum of the intervals' maxima so far, and its barriers.
+  std::vector<uint32_t> global_steps_, shared_steps_;
+  uint64_t block_chain_global_ = 0, block_chain_shared_ = 0, block_barriers_ = 0;
+  void close_interval();
   // Every sector the launch's blocks read and wrote so far, with repeats (an atomic both reads and writes).
   std::vector<uint64_t> launch_read_, launch_written_;
 };

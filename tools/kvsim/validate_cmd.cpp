@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "validate/gpu_kit.hpp"
 #include "validate/host_threads.hpp"
 #include "validate/kernel_model_check.hpp"
+#include "validate/kernel_time_check.hpp"
 #include "validate/validate.hpp"
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -26,7 +28,7 @@ struct ValidateCommand {
   CLI::App* cmd = nullptr;
   std::string device = "cpu", out, report, format = "table", host, hardware, name, filter;
   bool quick = false, kit = false, kernel_models = false;
-  std::string measurements;
+  std::string measurements, predict;
   std::vector<std::string> policies;
   std::string clock = "cpu";
   std::string kernels = "optimized";
@@ -62,7 +64,8 @@ ValidateCommand* add_validate_command(CLI::App& app) {
                   "kernel-models.md keeps its hand-written part), --out FILE the per-model errors the plan prints "
                   "(scenarios/measurements/kernel-model-checks.yaml)");
   c.cmd->add_option("--measurements", c.measurements,
-                    "--kernel-models: the published timings (default: scenarios/measurements/kernel-models.yaml)");
+                    "--kernel-models: the published timings (default: scenarios/measurements/kernel-models.yaml); "
+                    "--predict: the measured calibration to compare with (default: scenarios/calibration/<gpu>-measured.yaml)");
   c.cmd->add_option("--probe-seconds", c.probe_seconds, "time per host-probe measurement")
       ->check(CLI::Range(0.05, 600.0));
   c.cmd->add_option("--repeats", c.repeats, "timed samples per point at least (median)")->check(CLI::Range(1, 1000));
@@ -73,6 +76,11 @@ ValidateCommand* add_validate_command(CLI::App& app) {
   c.cmd->add_option("--name", c.name, "the calibration's name (default: <host or GPU>-<device>)");
   c.cmd->add_option("--filter", c.filter, "only kernels whose phase name contains this");
   c.cmd->add_option("--policy", c.policies, "--device emu: only these policies (repeatable; default: all)");
+  c.cmd->add_option("--predict", c.predict,
+                    "--device emu: run the GPU kit's CUDA cases through the emulator at the kit's sizes and price each "
+                    "with the kernel time model (validate/kernel_time_model.hpp) on this library GPU, beside the kit's "
+                    "measurement where scenarios/calibration/<gpu>-measured.yaml has one (--filter picks cases; "
+                    "--report FILE writes the Markdown or, with --format json, the JSON)");
   c.cmd->add_option("--kernels", c.kernels,
                     "--device cpu: optimized (default: kernels/host where one exists, else the reference) or "
                     "reference (kvsim::ref throughout: the plain kernels' profile)")
@@ -104,6 +112,39 @@ int run_emu_traffic(const ValidateCommand& c) {
   if (!c.report.empty()) write_file_atomic(c.report, text);
   const std::string shown = c.report.empty() ? text : phase_traffic_table(rows, shape);
   std::fwrite(shown.data(), 1, shown.size(), stdout);
+  return 0;
+}
+
+// --device emu --predict GPU: the kernel time model against the kit's measurements on that GPU.
+int run_emu_predict(const ValidateCommand& c, const std::string& command) {
+  if (c.format == "csv")
+    throw_input_error("command line", 0, "--format", "csv is not available with --predict; use table or json");
+  const GpuSpec gpu = load_gpu_file(resolve(LibraryKind::hardware, c.predict, "command line", 0, "--predict"));
+  const validate::TimeModelGpu model =
+      validate::load_time_model_gpu(gpu, library_dir() + "/measurements/gpu-microarchitecture.yaml");
+  const std::string measured_path =
+      c.measurements.empty() ? library_dir() + "/calibration/" + gpu.name + "-measured.yaml" : c.measurements;
+  std::optional<Calibration> measured;
+  if (std::ifstream(measured_path).good()) measured = load_calibration_file(measured_path);
+  else if (!c.measurements.empty())
+    throw_input_error(c.measurements, 0, "--measurements", "cannot read the measured calibration");
+  // Shown relative to the library (no machine's absolute path in a committed report).
+  std::string shown = measured_path;
+  if (shown.rfind(library_dir() + "/", 0) == 0) shown = "scenarios/" + shown.substr(library_dir().size() + 1);
+  std::vector<validate::Case> cases;
+  for (validate::Case& k : validate::emulated_cuda_cases())
+    if (c.filter.empty() || k.phase.find(c.filter) != std::string::npos) cases.push_back(std::move(k));
+  if (cases.empty()) throw_input_error("command line", 0, "--filter", "'" + c.filter + "' matches no CUDA case");
+  std::fprintf(stderr, "kvsim validate: %zu CUDA cases through the emulator at the kit's sizes, priced on %s...\n",
+               cases.size(), gpu.name.c_str());
+  validate::TimeCheck t = validate::check_kernel_times(
+      cases, model, measured ? &*measured : nullptr, measured ? shown : "", {},
+      [](const std::string& line) { std::fprintf(stderr, "kvsim validate: %s\n", line.c_str()); });
+  t.command = command;
+  const std::string md = "Written by `" + command + "`.\n\n" + validate::time_check_markdown(t);
+  const std::string text = c.format == "json" ? validate::time_check_json(t) : md;
+  if (!c.report.empty()) write_file_atomic(c.report, text);
+  std::fwrite(md.data(), 1, md.size(), stdout);
   return 0;
 }
 
@@ -159,6 +200,9 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
   if (o.quick) o.min_seconds = 0, o.sample_seconds = 0;
 
   if (c.kernel_models) return run_kernel_model_check(c, o.command);
+  if (c.device == "emu" && !c.predict.empty()) return run_emu_predict(c, o.command);
+  if (!c.predict.empty())
+    throw_input_error("command line", 0, "--predict", "needs --device emu (the time model prices emulated launches)");
   if (c.device == "emu") return run_emu_traffic(c);
   validate::Ceilings ce;
   ce.device = c.device;
