@@ -115,13 +115,13 @@ void score_gemm(int queries, int64_t vectors, int dim) {
   R::score_gemm(Q.get(), queries, M.get(), vectors, dim, S.get(), false, 1.f / std::sqrt(float(dim)));
 }
 
-void page_bound(int64_t pages, int dim) {
+void page_bound(int64_t pages, int dim, int heads) {
   Setup setup;
-  auto q = random_buffer(size_t(dim), 12), lo = random_buffer(size_t(pages) * dim, 13),
+  auto q = random_buffer(size_t(heads) * dim, 12), lo = random_buffer(size_t(pages) * dim, 13),
        hi = random_buffer(size_t(pages) * dim, 14);
   Buf<float> b{size_t(pages)};
   opt::PageBoundParams p;
-  p.q = q.get(), p.kmin = lo.get(), p.kmax = hi.get(), p.pages = pages, p.d = dim, p.bound = b.get();
+  p.q = q.get(), p.kmin = lo.get(), p.kmax = hi.get(), p.pages = pages, p.d = dim, p.heads = heads, p.bound = b.get();
   setup.done();
   O::quest_page_bound(p);
 }

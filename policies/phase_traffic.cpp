@@ -90,7 +90,7 @@ std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& h
       for (const emu::LaunchCounts& l : counts.launches) {
         if (!matches(l.kernel, link->launches)) continue;
         r.kernel_names.push_back(l.kernel);
-        r.dram_bytes += double(l.unique_bytes());
+        r.dram_bytes += double(l.unique_bytes() + 32 * l.host_sectors);  // HBM, or pinned host for a zero-copy gather
         r.sector_bytes += double(l.sector_bytes());
         r.useful_bytes += double(l.useful_bytes());
         r.launches += 1;

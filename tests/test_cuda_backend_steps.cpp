@@ -219,6 +219,33 @@ TEST_F(CudaBackendSteps, QuestPagesBoundsAndSelection) {
         << k;
 }
 
+// A KV head's whole group in one call (each page's min/max read once): the largest of the heads' bounds,
+// bit-identical to the host's, for a GQA group of 4 and a multi-query group above the kernel's 16
+// running sums; a NaN bound of one head is passed over as std::max from -inf passes it.
+TEST_F(CudaBackendSteps, QuestPageBoundOfAWholeGroup) {
+  const int d = 10;
+  const int64_t pages = 37;
+  const Vec lo = randn(size_t(pages) * d, 21), hi = randn(size_t(pages) * d, 22);
+  for (int heads : {1, 4, 19}) {
+    Vec q = randn(size_t(heads) * d, 23 + heads);
+    if (heads > 1) q[size_t(d) + 3] = std::numeric_limits<float>::quiet_NaN();  // head 1: every bound NaN
+    Vec ba(pages), bb(pages), one(pages);
+    dev().quest_page_bound({.q = q.data(), .kmin = lo.data(), .kmax = hi.data(), .pages = pages, .d = d,
+                            .heads = heads, .bound = ba.data()});
+    host().quest_page_bound({.q = q.data(), .kmin = lo.data(), .kmax = hi.data(), .pages = pages, .d = d,
+                             .heads = heads, .bound = bb.data()});
+    expect_bits(ba, bb);
+    // The host's grouped call is the per-head calls folded by std::max from -inf.
+    Vec want(pages, -std::numeric_limits<float>::infinity());
+    for (int h = 0; h < heads; ++h) {
+      host().quest_page_bound({.q = q.data() + h * d, .kmin = lo.data(), .kmax = hi.data(), .pages = pages, .d = d,
+                               .bound = one.data()});
+      for (int64_t i = 0; i < pages; ++i) want[size_t(i)] = std::max(want[size_t(i)], one[size_t(i)]);
+    }
+    expect_bits(bb, want);
+  }
+}
+
 TEST_F(CudaBackendSteps, ChessLevelsMatchTheReference) {
   const int64_t P = 300;  // pages; 8 per chunk (the last partial), 8 chunks per grid
   const int64_t C = (P + 7) / 8, G = (C + 7) / 8;

@@ -76,12 +76,17 @@ TimeCheck check_kernel_times(const std::vector<Case>& cases, const TimeModelGpu&
       p.emulated_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const CasePoint cp = case_point(c, in, ce, uncal);
       p.phase = std::string(cp.ph.name);
+      p.kind = std::string(to_string(c.kind));
+      p.ceiling = std::string(kCeilingNames[size_t(cp.ceiling)]);
+      p.kind_wide = c.kind_wide;
       p.x = cp.x;
       p.bound_seconds = cp.ideal_seconds;
       p.predicted = predict_call(counts, g);
       p.launches = counts.launches.size();
       for (const auto& l : counts.launches) {
         p.dram_bytes += l.unique_bytes();
+        p.host_bytes += 32 * l.host_sectors;
+        p.requested_bytes += l.sector_bytes();
         p.chain_global = std::max(p.chain_global, l.chain_global);
         p.chain_shared = std::max(p.chain_shared, l.chain_shared);
         p.barriers = std::max(p.barriers, l.barriers);
@@ -154,11 +159,16 @@ std::string time_check_json(const TimeCheck& t) {
   for (const TimeCheckPoint& p : t.points) {
     nlohmann::json q{{"case", p.case_name},
                      {"phase", p.phase},
+                     {"kind", p.kind},
+                     {"ceiling", p.ceiling},
+                     {"kind_wide", p.kind_wide},
                      {"size", p.size},
                      {"x_name", p.x_name},
                      {"x", p.x},
                      {"launches", p.launches},
                      {"dram_bytes", p.dram_bytes},
+                     {"host_bytes", p.host_bytes},
+                     {"requested_bytes", p.requested_bytes},
                      {"chain_global", p.chain_global},
                      {"chain_shared", p.chain_shared},
                      {"barriers", p.barriers},
@@ -180,6 +190,7 @@ std::string time_check_json(const TimeCheck& t) {
                     {"waves", l.waves},
                     {"t_launch", l.t_launch},
                     {"t_memory", l.t_memory},
+                    {"t_link", l.t_link},
                     {"t_chain", l.t_chain},
                     {"seconds", l.seconds},
                     {"bound", l.bound}});

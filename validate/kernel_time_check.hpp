@@ -17,6 +17,8 @@ namespace kvsim::validate {
 
 struct TimeCheckPoint {
   std::string case_name, kernels, phase;  // phase: the calibration curve the measurement is under
+  std::string kind, ceiling;              // the curve's kind and ceiling
+  bool kind_wide = false;                 // the kit writes this case's curve for its whole kind (no phase)
   double size = 0, x = 0;
   std::string x_name;
   CallTime predicted;
@@ -25,7 +27,7 @@ struct TimeCheckPoint {
   double bound_seconds = 0;
   double measured = 0;  // seconds per call on the GPU; 0 = not measured at this point
   double error = 0;     // predicted / measured - 1
-  uint64_t launches = 0, dram_bytes = 0, chain_global = 0, chain_shared = 0, barriers = 0;
+  uint64_t launches = 0, dram_bytes = 0, host_bytes = 0, requested_bytes = 0, chain_global = 0, chain_shared = 0, barriers = 0;
   double emulated_seconds = 0;  // wall time the emulator took (the check's own cost)
 };
 

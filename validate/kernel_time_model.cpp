@@ -66,28 +66,36 @@ LaunchTime predict_launch(const emu::LaunchCounts& c, const TimeModelGpu& g) {
   t.waves = std::ceil(t.blocks / (g.spec.sm_count * t.blocks_per_sm));
   t.t_launch = g.spec.kernel_latency;
   t.t_memory = double(c.unique_bytes()) / g.spec.hbm_bandwidth;
-  // The share of the loads' sectors that come from DRAM: each distinct sector once, the repeats from L2.
+  // Mapped pinned host memory (a zero-copy gather) crosses the host link at its measured rate.
+  t.t_link = g.spec.h2d_pinned > 0 ? 32.0 * double(c.host_sectors) / g.spec.h2d_pinned : 0;
+  // The share of the device loads' sectors that come from DRAM: each distinct sector once, the repeats
+  // from L2. A host load waits at least a DRAM round trip (the link's own latency is not in the library).
   const double requested = double(c.load_sectors + c.atomic_sectors);
-  const double f = requested > 0 ? std::clamp(double(c.unique_read_sectors) / requested, 0.0, 1.0) : 1.0;
-  const double l_mem = f * a.dram_cycles + (1 - f) * a.l2_cycles;
+  const double host = std::min(double(c.host_load_sectors), requested);
+  const double device = requested - host;
+  const double f = device > 0 ? std::clamp(double(c.unique_read_sectors) / device, 0.0, 1.0) : 1.0;
+  const double h = requested > 0 ? host / requested : 0;
+  const double l_mem = h * a.dram_cycles + (1 - h) * (f * a.dram_cycles + (1 - f) * a.l2_cycles);
   t.t_chain = t.waves *
               (double(c.chain_global) * l_mem + double(c.chain_shared) * a.shared_cycles +
                double(c.barriers) * a.barrier_cycles) /
               g.clock_hz;
-  t.seconds = t.t_launch + std::max(t.t_memory, t.t_chain);
-  t.bound = t.t_launch >= std::max(t.t_memory, t.t_chain) ? "launch" : t.t_chain > t.t_memory ? "chain" : "memory";
+  const double body = std::max({t.t_memory, t.t_link, t.t_chain});
+  t.seconds = t.t_launch + body;
+  t.bound = t.t_launch >= body ? "launch" : body == t.t_chain ? "chain" : body == t.t_link ? "link" : "memory";
   return t;
 }
 
 CallTime predict_call(const emu::Counts& c, const TimeModelGpu& g) {
   CallTime r;
-  double launch = 0, memory = 0, chain = 0;
+  double launch = 0, memory = 0, chain = 0, link = 0;
   for (const emu::LaunchCounts& l : c.launches) {
     r.launches.push_back(predict_launch(l, g));
     const LaunchTime& t = r.launches.back();
     r.device += t.seconds;
     launch += t.t_launch;
-    (t.t_chain > t.t_memory ? chain : memory) += std::max(t.t_memory, t.t_chain);
+    const double body = std::max({t.t_memory, t.t_link, t.t_chain});
+    (body == t.t_chain ? chain : body == t.t_link ? link : memory) += body;
   }
   const double memsets = double(c.memsets) * g.spec.kernel_latency;
   const double copy = g.spec.h2d_pinned > 0 ? double(c.copy_bytes) / g.spec.h2d_pinned : 0;
@@ -98,7 +106,7 @@ CallTime predict_call(const emu::Counts& c, const TimeModelGpu& g) {
   r.seconds = r.synchronizes ? r.device + r.host : std::max(r.device, r.host);
   const double host_share = r.synchronizes ? r.host : (r.host > r.device ? r.host : 0);
   const std::pair<double, const char*> terms[] = {
-      {launch, "launch"}, {memory, "memory"}, {chain, "chain"}, {copy, "copy"}, {host_share, "host"}};
+      {launch, "launch"}, {memory, "memory"}, {chain, "chain"}, {link, "link"}, {copy, "copy"}, {host_share, "host"}};
   r.bound = std::max_element(std::begin(terms), std::end(terms), [](auto& x, auto& y) { return x.first < y.first; })->second;
   return r;
 }

@@ -9,8 +9,12 @@
 //   t_memory = distinct sectors x 32 B / HBM bandwidth (datasheet)          the launch's DRAM traffic
 //   t_chain  = waves x (chain_global x l_mem + chain_shared x l_shared + barriers x l_barrier) / clock
 //   l_mem    = f x l_dram + (1 - f) x l_L2,  f = distinct sectors read / sectors its loads requested
+//   t_link   = distinct sectors of mapped pinned host memory x 32 B / pinned host-to-device rate
 //   t_launch = kernel_us (the hardware file: the GPU's own cost per kernel)
-//   t        = t_launch + max(t_memory, t_chain)
+//   t        = t_launch + max(t_memory, t_link, t_chain)
+// (t_link and the host loads' latency were added after the first comparison: docs/validation/
+// kernel-time-model.md, "Second rule".) A load from host memory is charged a DRAM round trip in the
+// chain: the link's own latency is not in the library.
 //
 // t_memory is the bound when many warps keep loads in flight; t_chain when few do. chain_global is the
 // longest chain of loads and atomics one thread of one block issues, joined at barriers (each barrier
@@ -68,9 +72,9 @@ struct LaunchTime {
   std::string kernel;
   double blocks = 0, threads = 0, shared_bytes = 0;
   double blocks_per_sm = 0, waves = 0;
-  double t_launch = 0, t_memory = 0, t_chain = 0;
+  double t_launch = 0, t_memory = 0, t_link = 0, t_chain = 0;
   double seconds = 0;
-  const char* bound = "";  // "memory", "chain" or "launch"
+  const char* bound = "";  // "memory", "link", "chain" or "launch"
 };
 
 struct CallTime {

@@ -89,13 +89,29 @@ struct PageMinmaxParams {  // ref::quest_page_minmax
   int d = 0, page_size = 1;
   float *kmin = nullptr, *kmax = nullptr;  // [ceil(n / page_size), d]
 };
-struct PageBoundParams {  // ref::quest_page_bound
-  const float* q = nullptr;  // [d]
+struct PageBoundParams {  // ref::quest_page_bound, for every query head of one KV head's group
+  const float* q = nullptr;  // [heads, d]
   const float *kmin = nullptr, *kmax = nullptr;  // [pages, d]
   int64_t pages = 0;
   int d = 0;
+  // The group's query heads: bound[pg] is the largest of their bounds (Quest's page score under GQA),
+  // each head's bound summed in the reference's channel order; max keeps the first on a NaN, as
+  // std::max(score, bound) from -inf does.
+  int heads = 1;
   float* bound = nullptr;  // [pages]
 };
+// The group's page scores from one call per query head: `bound_one(h, out)` writes head h's bounds;
+// the scores start at -inf and take std::max(score, bound) per head, in head order (the selector's rule
+// before the grouped call). Shared by the host backends.
+template <class BoundOne>
+void group_page_bound(const PageBoundParams& p, BoundOne&& bound_one) {
+  std::vector<float> one(static_cast<size_t>(p.pages));
+  for (int64_t i = 0; i < p.pages; ++i) p.bound[i] = -__builtin_inff();
+  for (int h = 0; h < p.heads; ++h) {
+    bound_one(h, one.data());
+    for (int64_t i = 0; i < p.pages; ++i) p.bound[i] = p.bound[i] < one[size_t(i)] ? one[size_t(i)] : p.bound[i];
+  }
+}
 struct PageSelectParams {  // ref::quest_select_pages (the last page always kept)
   const float* bound = nullptr;
   int64_t pages = 0, k = 0;

@@ -26,7 +26,9 @@ void HostBackend::do_quest_page_minmax(const PageMinmaxParams& p) const {
   ref::quest_page_minmax(p.keys, p.n, p.d, p.page_size, p.kmin, p.kmax);
 }
 void HostBackend::do_quest_page_bound(const PageBoundParams& p) const {
-  ref::quest_page_bound(p.q, p.kmin, p.kmax, p.pages, p.d, p.bound);
+  group_page_bound(p, [&](int h, float* out) {
+    ref::quest_page_bound(p.q + int64_t(h) * p.d, p.kmin, p.kmax, p.pages, p.d, out);
+  });
 }
 std::vector<int32_t> HostBackend::do_quest_select_pages(const PageSelectParams& p) const {
   return ref::quest_select_pages(p.bound, p.pages, p.k);

@@ -85,7 +85,9 @@ void HostOptimizedBackend::do_obs_window_scores(const WindowScoreParams& p) cons
 }
 std::vector<int32_t> HostOptimizedBackend::do_topk(const TopkParams& p) const { return host::topk(p.scores, p.n, p.k); }
 void HostOptimizedBackend::do_quest_page_bound(const PageBoundParams& p) const {
-  host::quest_page_bound(p.q, p.kmin, p.kmax, p.pages, p.d, p.bound);
+  group_page_bound(p, [&](int h, float* out) {
+    host::quest_page_bound(p.q + int64_t(h) * p.d, p.kmin, p.kmax, p.pages, p.d, out);
+  });
 }
 std::vector<int32_t> HostOptimizedBackend::do_quest_select_pages(const PageSelectParams& p) const {
   // ref::quest_select_pages with the optimized top-k: the last page, then the best k - 1 of the others.

@@ -366,7 +366,8 @@ void global_access(uintptr_t a, size_t n, Access kind, const SourceLine& src) {
     });
     n = v.end - a;
   }
-  if (st().counting) st().traffic.record(tls_thread.linear, src.id, TrafficKind(uint8_t(kind)), a, n);
+  if (st().counting)
+    st().traffic.record(tls_thread.linear, src.id, TrafficKind(uint8_t(kind)), a, n, v.kind != MemoryKind::device);
   if (v.kind != MemoryKind::device) return;  // pinned host memory: the host writes it unseen
   const bool full = alloc_cache.full[&v - alloc_cache.hits];
   if (kind != Access::store && !full && !all_written_in(v, a, n))
@@ -540,6 +541,7 @@ std::string launch_end(LaunchCounts* counts) {
     counts->atomic_useful_bytes = t.atomic_useful_bytes;
     counts->unique_sectors = t.unique_sectors;
     counts->unique_read_sectors = t.unique_read_sectors;
+    counts->host_sectors = t.host_sectors, counts->host_load_sectors = t.host_load_sectors;
     counts->chain_global = t.chain_global, counts->chain_shared = t.chain_shared, counts->barriers = t.barriers;
     const StaticSharedTable& table = static_shared();
     for (size_t i = 0; i < st().static_used.size() && i < table.arrays.size(); ++i)

@@ -36,6 +36,11 @@ struct LaunchCounts {
   // Of those, the sectors it read (loads and atomics): the share of its load instructions' sectors that
   // are first touches (DRAM) rather than repeats (L2) is unique_read_sectors / (load + atomic sectors).
   uint64_t unique_read_sectors = 0;
+  // Distinct sectors of mapped pinned host memory the launch touched (a zero-copy gather): they cross
+  // the host link, so they are not in unique_sectors. The per-instruction counts above include them.
+  uint64_t host_sectors = 0;
+  // The sectors the load instructions above requested from host memory (repeats count).
+  uint64_t host_load_sectors = 0;
 
   // What bounds a block that has the GPU to itself (the time model, validate/kernel_time_model.hpp):
   // the longest chain of memory instructions one thread waits on, joined at barriers. Each barrier

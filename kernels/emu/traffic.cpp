@@ -6,7 +6,8 @@
 
 namespace kvsim::emu {
 
-void TrafficCounter::record(unsigned thread, uint32_t instruction, TrafficKind kind, uintptr_t addr, size_t bytes) {
+void TrafficCounter::record(unsigned thread, uint32_t instruction, TrafficKind kind, uintptr_t addr, size_t bytes,
+                            bool host) {
   if (bytes == 0) return;
   if (thread >= last_.size()) last_.resize(thread + 1);
   Last& l = last_[thread];
@@ -24,6 +25,7 @@ void TrafficCounter::record(unsigned thread, uint32_t instruction, TrafficKind k
   const uint32_t instance = executions_[uint64_t(thread) << 32 | instruction]++;
   Instruction& in = instructions_[Key{thread / 32, instruction, instance}];
   in.kind = kind;
+  in.host = in.host || host;
   in.ranges.emplace_back(addr, addr + bytes);
   l = Last{instruction, kind, addr, addr + bytes, &in, in.ranges.size() - 1};
 }
@@ -63,6 +65,10 @@ void TrafficCounter::flush(LaunchCounts& c) {
       const uintptr_t first = lo / 32, last = (hi - 1) / 32;
       sectors += last - first + 1 - (first == last_sector ? 1 : 0);
       for (uintptr_t x = first == last_sector ? first + 1 : first; x <= last; ++x) {
+        if (in.host) {  // host memory: over the link, not HBM
+          launch_host_.push_back(x);
+          continue;
+        }
         if (in.kind != TrafficKind::store) launch_read_.push_back(x);
         if (in.kind != TrafficKind::load) launch_written_.push_back(x);
       }
@@ -78,7 +84,10 @@ void TrafficCounter::flush(LaunchCounts& c) {
     }
     close();
     switch (in.kind) {
-      case TrafficKind::load: c.load_instructions++, c.load_sectors += sectors, c.load_useful_bytes += useful; break;
+      case TrafficKind::load:
+        c.load_instructions++, c.load_sectors += sectors, c.load_useful_bytes += useful;
+        if (in.host) c.host_load_sectors += sectors;
+        break;
       case TrafficKind::store: c.store_instructions++, c.store_sectors += sectors, c.store_useful_bytes += useful; break;
       case TrafficKind::atomic:
         c.atomic_instructions++, c.atomic_sectors += sectors, c.atomic_useful_bytes += useful;
@@ -97,6 +106,9 @@ void TrafficCounter::finish_launch(LaunchCounts& c) {
     if (v == &launch_read_) c.unique_read_sectors += distinct;
     v->clear();
   }
+  std::sort(launch_host_.begin(), launch_host_.end());
+  c.host_sectors += uint64_t(std::unique(launch_host_.begin(), launch_host_.end()) - launch_host_.begin());
+  launch_host_.clear();
 }
 
 void TrafficCounter::clear() {

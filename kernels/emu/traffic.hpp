@@ -26,7 +26,8 @@ enum class TrafficKind : uint8_t { load, store, atomic };
 class TrafficCounter {
  public:
   // An access by thread `thread` of the block (linear index) at instruction `instruction`.
-  void record(unsigned thread, uint32_t instruction, TrafficKind kind, uintptr_t addr, size_t bytes);
+  // `host`: the address is in mapped pinned host memory (its sectors cross the host link, not HBM).
+  void record(unsigned thread, uint32_t instruction, TrafficKind kind, uintptr_t addr, size_t bytes, bool host = false);
   // Adds the block's warp-level instructions to `c` and forgets them.
   void flush(LaunchCounts& c);
   // At the end of a launch: the distinct sectors of all its blocks into c.unique_sectors; forgets them.
@@ -36,7 +37,7 @@ class TrafficCounter {
   // Every thread of the block passed a __syncthreads: the interval's longest chains join the block's.
   void barrier();
   void clear();  // the block's state (not the launch's sectors)
-  void reset() { clear(), launch_read_.clear(), launch_written_.clear(); }
+  void reset() { clear(), launch_read_.clear(), launch_written_.clear(), launch_host_.clear(); }
 
  private:
   struct Key {
@@ -50,6 +51,7 @@ class TrafficCounter {
   };
   struct Instruction {
     TrafficKind kind = TrafficKind::load;
+    bool host = false;
     std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [lo, hi) per lane access
   };
   // A lane's last access, which the next one may continue (see above).
@@ -70,6 +72,7 @@ class TrafficCounter {
   void close_interval();
   // Every sector the launch's blocks read and wrote so far, with repeats (an atomic both reads and writes).
   std::vector<uint64_t> launch_read_, launch_written_;
+  std::vector<uint64_t> launch_host_;  // the sectors of mapped pinned host memory it touched
 };
 
 }  // namespace kvsim::emu

@@ -4,8 +4,8 @@
 // reference's tie rule) in ascending page order, then the last page, which is the largest id, so the
 // list stays ascending as the reference's sort leaves it. Min/max: one thread per (page, channel),
 // channel fastest (coalesced rows). Bound: one thread per page summing its d channel bounds in the
-// host's order (bit-identical bounds, so the selection is identical); n·d·4 bytes for the min/max,
-// 2·P·d·4 for the bounds; memory-bound.
+// host's order for every query head of the KV head's group (bit-identical bounds, so the selection is
+// identical); n·d·4 bytes for the min/max, 2·P·d·4 for the bounds once per KV head; memory-bound.
 #include <stdexcept>
 
 #include "kernels/optimized/cuda.hpp"
@@ -34,12 +34,25 @@ __global__ void __launch_bounds__(kThreads) page_minmax_kernel(PageMinmaxParams 
   p.kmax[e] = mx;
 }
 
+// Every query head of the group at once, so each page's min and max keys are read once per KV head
+// (not once per query head): kMaxHeads running sums per thread at a time, each in the reference's
+// channel order; the page's score is their std::max from -inf, in head order.
+constexpr int kMaxHeads = 16;
 __global__ void __launch_bounds__(kThreads) page_bound_kernel(PageBoundParams p) {
   const int64_t pg = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (pg >= p.pages) return;
-  float s = 0.f;
-  for (int c = 0; c < p.d; ++c) s += hd::quest_channel_bound(p.q[c], p.kmin[pg * p.d + c], p.kmax[pg * p.d + c]);
-  p.bound[pg] = s;
+  float best = -INFINITY;
+  for (int h0 = 0; h0 < p.heads; h0 += kMaxHeads) {  // groups above kMaxHeads (MQA) re-read per 16 heads
+    const int n = p.heads - h0 < kMaxHeads ? p.heads - h0 : kMaxHeads;
+    float s[kMaxHeads];
+    for (int h = 0; h < kMaxHeads; ++h) s[h] = 0.f;
+    for (int c = 0; c < p.d; ++c) {
+      const float lo = p.kmin[pg * p.d + c], hi = p.kmax[pg * p.d + c];
+      for (int h = 0; h < n; ++h) s[h] += hd::quest_channel_bound(p.q[(h0 + h) * p.d + c], lo, hi);
+    }
+    for (int h = 0; h < n; ++h) best = best < s[h] ? s[h] : best;
+  }
+  p.bound[pg] = best;
 }
 
 __global__ void last_page_kernel(int32_t* out, int64_t at, int32_t page) { out[at] = page; }
@@ -54,6 +67,7 @@ void quest_page_minmax(const PageMinmaxParams& p) {
 }
 
 void quest_page_bound(const PageBoundParams& p) {
+  if (p.heads < 1) throw std::runtime_error("opt::quest_page_bound: heads < 1");
   if (p.pages <= 0) return;
   KVSIM_LAUNCH(page_bound_kernel, check::blocks_for(p.pages, kThreads), kThreads)(p);
   check::check_launch("opt::quest_page_bound");

@@ -76,11 +76,12 @@ struct PageMinmaxParams {
   float *kmin = nullptr, *kmax = nullptr;  // [ceil(n / page_size), d]
 };
 struct PageBoundParams {
-  const float* q = nullptr;  // [d]
+  const float* q = nullptr;  // [heads, d]: the query heads of one KV head's group
   const float *kmin = nullptr, *kmax = nullptr;  // [pages, d]
   int64_t pages = 0;
   int d = 0;
-  float* bound = nullptr;  // [pages]
+  int heads = 1;
+  float* bound = nullptr;  // [pages]: the largest of the heads' bounds (std::max from -inf, head order)
 };
 struct PageSelectParams {  // the last page always, and the best k - 1 of the others; ascending
   const float* bound = nullptr;  // [pages]

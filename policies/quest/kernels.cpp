@@ -18,13 +18,11 @@ PhaseKernelLinks phase_kernels() {
   PhaseKernelLinks links;
   PhaseKernelLink bound;
   bound.phase = "page_bound";
-  bound.kernels = "opt::quest_page_bound (one launch per query head)";
+  bound.kernels = "opt::quest_page_bound (one launch per KV head, its group's query heads together)";
   bound.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase&) {
-    for (int h = 0; h < int(d.hq); ++h) kernel_blocks::page_bound(int64_t(pages(v, s)), d.model->head_dim);
+    const int group = int(d.hq / d.hkv);
+    for (int h = 0; h < int(d.hkv); ++h) kernel_blocks::page_bound(int64_t(pages(v, s)), d.model->head_dim, group);
   };
-  bound.low = 0.9 * 4, bound.high = 1.1 * 4;
-  bound.why = "the kernel bounds one query head per launch, so each KV head's min/max keys are read once "
-              "per query head of its group (4 at the probe's 8/2 heads); the model charges one read per KV head";
   links.push_back(bound);
   PhaseKernelLink top;
   top.phase = "topk_pages";

@@ -58,13 +58,13 @@ class QuestSelector final : public KernelSelector {
         kernels().quest_page_minmax({.keys = t.k(l, h) + last * page_ * t.d, .n = last_len, .d = t.d,
                                      .page_size = page_, .kmin = kmin_.data() + last * t.d,
                                      .kmax = kmax_.data() + last * t.d});
-        score_.assign(size_t(pages), -INFINITY);
-        bound_.resize(size_t(pages));
-        for (int qh : t.group_of[size_t(h)]) {
-          kernels().quest_page_bound({.q = t.q(l, qh, s), .kmin = kmin_.data(), .kmax = kmax_.data(), .pages = pages,
-                                      .d = t.d, .bound = bound_.data()});
-          for (int64_t i = 0; i < pages; ++i) score_[size_t(i)] = std::max(score_[size_t(i)], bound_[size_t(i)]);
-        }
+        // The group's queries side by side: one bound call per KV head, each page's min/max read once.
+        const auto& group = t.group_of[size_t(h)];
+        qg_.resize(group.size() * size_t(t.d));
+        for (size_t g = 0; g < group.size(); ++g) std::copy_n(t.q(l, group[g], s), t.d, qg_.begin() + long(g * size_t(t.d)));
+        score_.resize(size_t(pages));
+        kernels().quest_page_bound({.q = qg_.data(), .kmin = kmin_.data(), .kmax = kmax_.data(), .pages = pages,
+                                    .d = t.d, .heads = int(group.size()), .bound = score_.data()});
         const std::vector<int32_t> chosen = kernels().quest_select_pages({.bound = score_.data(), .pages = pages, .k = k});
         for (int32_t pg : chosen) {
           const int64_t a = int64_t(pg) * page_, b = std::min<int64_t>(n, a + page_);
@@ -84,7 +84,7 @@ class QuestSelector final : public KernelSelector {
   int page_;
   int64_t budget_;
   std::vector<std::vector<float>> minmax_;  // [layer * kv_heads + h]: kmin [pages, d] then kmax [pages, d]
-  std::vector<float> kmin_, kmax_, bound_, score_;
+  std::vector<float> kmin_, kmax_, qg_, score_;
   double pages_chosen_ = 0;
   int64_t heads_ = 0, steps_ = 0;
 };

@@ -7,13 +7,15 @@
 #   1. nvidia-smi;
 #   2. the CUDA kernels' correctness tests on the real GPU (the *CudaGpu* cases: every reference and
 #      optimized kernel against the host reference) and the device/backend tests;
-#   3. the GPU kit (docs/validation/gpu-kit.md) -> OUTDIR/measured.yaml and OUTDIR/measured.md;
+#   3. the GPU kit (docs/validation/gpu-kit.md) -> OUTDIR/measured.yaml and OUTDIR/measured.md, then the
+#      kernel time model's committed predictions for this GPU (docs/validation/runs/*-time-model/<gpu>.json,
+#      `kvsim validate --device emu --predict <gpu> --format json`) beside them -> OUTDIR/predicted-vs-measured.md;
 #   4. the card's measured ceilings through PyTorch (tools/measure/gpu_ceilings.py) -> OUTDIR/ceilings.json;
 #   5. the CUDA benchmarks (tools/bench/bench_cuda.cpp: paged decode against its split count) -> OUTDIR/bench.json,
 #      and Nsight Compute's speed-of-light, occupancy and warp-stall sections of one paged decode at 128K
 #      tokens (in log.txt), where ncu is installed;
 #   6. `kvsim replay --device cuda`, one policy at a time, on a 4K-token synthetic needle trace (in log.txt).
-# Environment: STEPS (default "smi tests kit ceilings bench ncu replay": the steps to run, in that order),
+# Environment: STEPS (default "smi tests kit predict ceilings bench ncu replay": the steps to run, in that order),
 # BENCH_FILTER (default BM_Cuda), NCU_LOOPS (default 0: the decode lane widths to profile, as
 # lane_floats values), POLICIES (default: all nine).
 set -u
@@ -27,11 +29,21 @@ src=${KVSIM_BUILT_AT:-/work/main}
 log="$out/log.txt"
 step() { local t=$1; shift; echo "=== $(date -u +%T) $* (limit ${t}s)" | tee -a "$log";
          timeout "$t" "$@" >>"$log" 2>&1; echo "=== rc=$?" | tee -a "$log"; }
-steps=" ${STEPS:-smi tests kit ceilings bench ncu replay} "
+steps=" ${STEPS:-smi tests kit predict ceilings bench ncu replay} "
 want() { [[ "$steps" == *" $1 "* ]]; }
 want smi && step 20 nvidia-smi
 want tests && step 40 ./build/kvsim_tests --gtest_filter='*CudaGpu*:CudaDevice*:CudaBackend*:GpuKit*:*cuda*' --gtest_brief=1
 want kit && step 110 ./build/kvsim validate --device cuda --kit --out "$out/measured.yaml" --report "$out/measured.md"
+# The predictions were computed before the session (the emulator's counts do not depend on the GPU).
+if want predict && [ -f "$out/measured.yaml" ]; then
+  gpu=$(sed -n 's/^name: \(.*\)-measured$/\1/p' "$out/measured.yaml")
+  pred=$(ls -t docs/validation/runs/*-time-model/"$gpu".json 2>/dev/null | head -1)
+  if [ -n "$pred" ]; then
+    step 20 python3 tools/dev/compare_predictions.py "$pred" "$out/measured.yaml" "$out/predicted-vs-measured.md"
+  else
+    echo "=== no committed time-model predictions for '$gpu'" | tee -a "$log"
+  fi
+fi
 want ceilings && step 30 python3 tools/measure/gpu_ceilings.py "$out/ceilings.json"
 want bench && step 120 ./build/kvsim bench --benchmark_filter="${BENCH_FILTER:-BM_Cuda}" --benchmark_min_time=0.2 \
   --benchmark_out="$out/bench.json" --benchmark_out_format=json
