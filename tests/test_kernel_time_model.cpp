@@ -7,12 +7,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "kernels/emu/checker.hpp"
 #include "kernels/emu/counters.hpp"
 #include "model/library.hpp"
 #include "tests/checker_kernels.hpp"
+#include "tests/test_util.hpp"
 #include "validate/kernel_time_model.hpp"
 
 using namespace kvsim;
@@ -149,6 +151,39 @@ TEST(KernelTimeModel, AnEmulatedKernelWithAKnownChain) {
   const double cycles = 7 * (f * 500 + (1 - f) * 200) + 1 * 30 + 1 * 30;
   EXPECT_NEAR(t.t_chain, cycles / 1e9, 1e-15);
   EXPECT_DOUBLE_EQ(t.waves, 1);
+}
+
+// The command end to end on the kit's top-k case: every grid point run through the emulator at the kit's
+// size, priced, and set beside the H200 kit's measurement (four points in
+// scenarios/calibration/h200-measured.yaml); a chain-bound one-block kernel. No time is asserted.
+TEST(KernelTimeModel, PredictCommandComparesTheKitsTopkPoints) {
+  if (!emu::checker::enabled()) GTEST_SKIP() << "the access checker (the emulator's counts) is compiled out";
+  const std::string out = std::string(::testing::TempDir()) + "predict-topk.json";
+  const auto r = test::run_kvsim("validate --device emu --predict h200 --filter cuda_opt_topk --format json --report '" +
+                                 out + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(test::read_text(out));
+  EXPECT_EQ(j["gpu"], "h200");
+  EXPECT_EQ(j["compared"], 4);
+  ASSERT_EQ(j["points"].size(), 4u);
+  for (const auto& p : j["points"]) {
+    EXPECT_EQ(p["launches"], 1);
+    EXPECT_EQ(p["bound"], "chain");
+    EXPECT_GT(p["chain_global"].get<double>(), 0);
+    EXPECT_GT(p["measured_s"].get<double>(), 0);
+    EXPECT_GT(p["predicted_s"].get<double>(), p["bound_s"].get<double>());
+  }
+}
+
+TEST(KernelTimeModel, PredictCommandBadInputsAreErrors) {
+  for (const std::string& args : {std::string("validate --device emu --predict no-such-gpu"),
+                                  std::string("validate --predict h200"),
+                                  std::string("validate --device emu --predict h200 --filter no-such-case"),
+                                  std::string("validate --device emu --predict h200 --format csv")}) {
+    const auto r = test::run_kvsim(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.out.find("error"), std::string::npos) << args << ": " << r.out;
+  }
 }
 
 }  // namespace
