@@ -43,8 +43,7 @@ double measured_efficiency(const Calibration& cal, const Phase& ph, Ceiling cl, 
 }  // namespace
 
 TimeCheck check_kernel_times(const std::vector<Case>& cases, const TimeModelGpu& g, const Calibration* measured,
-                             const std::string& measured_name, const std::function<bool(const Case&, double)>& keep,
-                             const std::function<void(const std::string&)>& progress) {
+                             const std::string& measured_name, const std::function<void(const std::string&)>& progress) {
   TimeCheck t;
   t.gpu = g.spec.name;
   t.measured_name = measured ? measured_name : "";
@@ -55,7 +54,6 @@ TimeCheck check_kernel_times(const std::vector<Case>& cases, const TimeModelGpu&
   std::vector<double> errors;
   for (const Case& c : cases) {
     for (double s : c.grid) {
-      if (keep && !keep(c, s)) continue;
       TimeCheckPoint p;
       p.case_name = c.phase;
       p.kernels = c.kernels;
@@ -74,8 +72,9 @@ TimeCheck check_kernel_times(const std::vector<Case>& cases, const TimeModelGpu&
         counts = scope.counts();
       }
       p.emulated_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const CasePoint cp = case_point(c, in, ce, uncal);
-      p.phase = std::string(cp.ph.name);
+      const Phase ph = case_phase(c, {in}, ce);
+      const CasePoint cp = case_point(c, ph, ce, uncal);
+      p.phase = std::string(ph.name);
       p.kind = std::string(to_string(c.kind));
       p.ceiling = std::string(kCeilingNames[size_t(cp.ceiling)]);
       p.kind_wide = c.kind_wide;
@@ -92,7 +91,7 @@ TimeCheck check_kernel_times(const std::vector<Case>& cases, const TimeModelGpu&
         p.barriers = std::max(p.barriers, l.barriers);
       }
       if (measured) {
-        const double e = measured_efficiency(*measured, cp.ph, cp.ceiling, cp.x);
+        const double e = measured_efficiency(*measured, ph, cp.ceiling, cp.x);
         if (e > 0) {
           p.measured = cp.ideal_seconds / (e * cp.penalty);
           p.error = p.predicted.seconds / p.measured - 1;

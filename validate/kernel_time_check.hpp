@@ -40,11 +40,10 @@ struct TimeCheck {
   double median_abs_error = 0;
 };
 
-// Runs each case at each of its grid sizes (skipping those keep() refuses), in the emulator at full size.
-// `measured` may be null. `progress` gets one line per point.
+// Runs each case at each of its grid sizes, in the emulator at full size. `measured` may be null.
+// `progress` gets one line per point.
 TimeCheck check_kernel_times(const std::vector<Case>& cases, const TimeModelGpu& g, const Calibration* measured,
                              const std::string& measured_name,
-                             const std::function<bool(const Case&, double)>& keep = {},
                              const std::function<void(const std::string&)>& progress = {});
 
 std::string time_check_markdown(const TimeCheck& t);

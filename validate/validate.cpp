@@ -55,25 +55,34 @@ FullSizeEmulation::FullSizeEmulation() { ++full_size_scopes; }
 FullSizeEmulation::~FullSizeEmulation() { --full_size_scopes; }
 bool FullSizeEmulation::on() { return full_size_scopes.load() > 0; }
 
-CasePoint case_point(const Case& c, const Instance& in, const Ceilings& ce, const Calibration& uncal) {
+Phase case_phase(const Case& c, const std::vector<Instance>& inst, const Ceilings& ce) {
+  // The name the planner would look its curve up by: the first model phase the kernel implements.
+  Phase ph{c.model_phases.empty() ? std::string_view(c.phase) : std::string_view(c.model_phases.front()), c.kind,
+           ce.device == "cpu" ? Device::cpu : Device::gpu, ce.unit, {}};
+  if (inst.empty()) return ph;
+  ph.run_bytes = inst[0].run_bytes;
+  ph.context_tokens = inst[0].context_tokens;
+  ph.batch = 0;
+  for (const Instance& in : inst) {
+    ph.work.flops += in.work.flops;
+    ph.work.dram_bytes += in.work.dram_bytes;
+    ph.work.hbm_bytes += in.work.hbm_bytes;
+    ph.work.h2d_bytes += in.work.h2d_bytes;
+    ph.batch += in.batch;
+  }
+  return ph;
+}
+
+CasePoint case_point(const Case& c, const Phase& ph, const Ceilings& ce, const Calibration& uncal) {
   CasePoint p;
-  Phase& ph = p.ph;
-  ph = Phase{c.model_phases.empty() ? std::string_view(c.phase) : std::string_view(c.model_phases.front()), c.kind,
-             ce.device == "cpu" ? Device::cpu : Device::gpu, ce.unit, {}};
-  ph.run_bytes = in.run_bytes;
-  ph.context_tokens = in.context_tokens;
-  ph.batch = in.batch;
-  ph.work.flops = in.work.flops;
-  ph.work.dram_bytes = in.work.dram_bytes;
-  ph.work.hbm_bytes = in.work.hbm_bytes;
-  ph.work.h2d_bytes = in.work.h2d_bytes;
-  const Calibration ideal;
+  const Calibration ideal;  // every efficiency 1, no gather penalty: the raw ceilings
   Machine m = ce.machine;
   m.calibration = &ideal;
   const PhaseTime r = roofline(ph, m);
   p.ceiling = ceiling_of(r.bound, ce.unit);
   p.x = x_of(c, ph, p.ceiling);
   p.ideal_seconds = r.seconds;
+  // The calibrated roofline applies the gather penalty on top of any curve that is not a run_bytes curve.
   const double h = uncal.half_run_bytes[size_t(p.ceiling)];
   p.penalty = c.x != CurveVariable::run_bytes && ph.run_bytes > 0 && h > 0 ? ph.run_bytes / (ph.run_bytes + h) : 1.0;
   return p;
@@ -97,20 +106,7 @@ Measurement prepare(const Case& c, double size, const Ceilings& ce, const Timer&
   Measurement m;
   m.size = size;
   for (int t = 0; t < ce.threads; ++t) m.inst.push_back(c.make(size, t, o.quick ? 0.0 : o.cold_bytes));
-  Phase& ph = m.ph;
-  // The name the planner would look its curve up by: the first model phase the kernel implements.
-  ph = Phase{c.model_phases.empty() ? std::string_view(c.phase) : std::string_view(c.model_phases.front()), c.kind,
-             ce.device == "cpu" ? Device::cpu : Device::gpu, ce.unit, {}};
-  ph.run_bytes = m.inst[0].run_bytes;
-  ph.context_tokens = m.inst[0].context_tokens;
-  ph.batch = 0;
-  for (const Instance& in : m.inst) {
-    ph.work.flops += in.work.flops;
-    ph.work.dram_bytes += in.work.dram_bytes;
-    ph.work.hbm_bytes += in.work.hbm_bytes;
-    ph.work.h2d_bytes += in.work.h2d_bytes;
-    ph.batch += in.batch;
-  }
+  m.ph = case_phase(c, m.inst, ce);
   (void)timer(m.inst, 1, 1);
   if (!o.quick) {
     const double t1 = std::max(1e-7, timer(m.inst, 1, 1)[0]);
@@ -272,10 +268,8 @@ Result run(const std::vector<Case>& all, const Ceilings& ce, const Timer& timer,
   std::vector<Case> cases;
   for (const Case& c : all)
     if (o.filter.empty() || c.phase.find(o.filter) != std::string::npos) cases.push_back(c);
-  const Calibration ideal;  // every efficiency 1, no gather penalty: the raw ceilings
-  Machine m_uncal = ce.machine, m_ideal = ce.machine;
+  Machine m_uncal = ce.machine;
   m_uncal.calibration = &uncal;
-  m_ideal.calibration = &ideal;
 
   // Per case: the fit points over the grid and the held-out points (the grid again with fresh inputs,
   // and the sizes between), sampled together. A case's fit points go into its own named curve, so
@@ -303,17 +297,14 @@ Result run(const std::vector<Case>& all, const Ceilings& ce, const Timer& timer,
       const Phase& ph = m.ph;
       p.predicted = roofline(ph, m_uncal).seconds;
       p.error = (p.predicted - p.measured) / p.measured;
-      p.ceiling = ceiling_of(roofline(ph, m_ideal).bound, ce.unit);
-      p.x = x_of(c, ph, p.ceiling);
-      // The curve's value must reproduce the measured time through the calibrated roofline, which
-      // applies the gather penalty on top of any curve that is not a run_bytes curve.
-      const double raw = roofline(ph, m_ideal).seconds / p.measured;
-      const double h = uncal.half_run_bytes[size_t(p.ceiling)];
-      const double penalty = c.x != CurveVariable::run_bytes && ph.run_bytes > 0 && h > 0
-                                 ? ph.run_bytes / (ph.run_bytes + h) : 1.0;
-      // No clamp: a point above its ceiling is a data error (the ceiling was measured low, or the timer
-      // missed work); it is reported and left out of the curve (calibration_yaml), as the published path does.
-      p.efficiency = raw / penalty;
+      const CasePoint cp = case_point(c, ph, ce, uncal);
+      p.ceiling = cp.ceiling;
+      p.x = cp.x;
+      // The curve's value must reproduce the measured time through the calibrated roofline (gather
+      // penalty included). No clamp: a point above its ceiling is a data error (the ceiling was measured
+      // low, or the timer missed work); it is reported and left out of the curve (calibration_yaml), as
+      // the published path does.
+      p.efficiency = cp.ideal_seconds / p.measured / cp.penalty;
       p.above_ceiling = p.efficiency > 1;
       std::fprintf(stderr, "kvsim validate: %-22s %-7s size %-9g %10.4g s (%d samples, spread %.0f%%)\n",
                    c.phase.c_str(), "fit", p.size, p.measured, p.samples, 100 * p.spread);
@@ -335,11 +326,12 @@ Result run(const std::vector<Case>& all, const Ceilings& ce, const Timer& timer,
       const Phase& ph = m.ph;
       p.predicted = roofline(ph, m_uncal).seconds;
       p.error = (p.predicted - p.measured) / p.measured;
-      p.ceiling = ceiling_of(roofline(ph, m_ideal).bound, ce.unit);
+      const CasePoint cp = case_point(c, ph, ce, uncal);
+      p.ceiling = cp.ceiling;
       p.predicted_calibrated = roofline(ph, m_cal).seconds;
       p.error_calibrated = (p.predicted_calibrated - p.measured) / p.measured;
-      p.efficiency = roofline(ph, m_ideal).seconds / p.measured;
-      p.x = x_of(c, ph, p.ceiling);
+      p.efficiency = cp.ideal_seconds / p.measured;
+      p.x = cp.x;
       std::fprintf(stderr, "kvsim validate: %-22s %-7s size %-9g %10.4g s, calibrated error %+.1f%%\n",
                    c.phase.c_str(), p.pass.c_str(), p.size, p.measured, 100 * p.error_calibrated);
       mine.push_back(p);

@@ -89,16 +89,17 @@ struct Options {
   std::string filter;             // only cases whose phase name contains this
 };
 
-// One instance of a case as `run` sees it: the phase the model prices (named by the first model phase,
-// launches left out), the ceiling the ideal roofline says binds, the curve variable's value there, the
-// ideal roofline's seconds and the gather penalty `run` divides a non-run_bytes curve's efficiency by
-// (so a measured efficiency e at this point is a time of ideal_seconds / (e x penalty)).
+// The phase the model prices for instances of case c run at once on ce (their work summed; named by the
+// case's first model phase; launches left out), as `run` fits it.
+Phase case_phase(const Case& c, const std::vector<Instance>& inst, const Ceilings& ce);
+// Where that phase's point sits: the ceiling the ideal roofline says binds, the curve variable's value
+// there, the ideal roofline's seconds, and the gather penalty `run` divides a non-run_bytes curve's
+// efficiency by (so a measured efficiency e at this point is a time of ideal_seconds / (e x penalty)).
 struct CasePoint {
-  Phase ph;
   Ceiling ceiling = Ceiling::hbm;
   double x = 0, ideal_seconds = 0, penalty = 1;
 };
-CasePoint case_point(const Case& c, const Instance& in, const Ceilings& ce, const Calibration& uncal);
+CasePoint case_point(const Case& c, const Phase& ph, const Ceilings& ce, const Calibration& uncal);
 
 // Times `samples` runs of `inner` calls each; returns seconds per call of every sample.
 using Timer = std::function<std::vector<double>(const std::vector<Instance>& instances, int inner, int samples)>;

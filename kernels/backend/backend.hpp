@@ -10,6 +10,7 @@
 // through which kernels (kernels()), so the replay report says exactly what ran instead of implying it.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -105,8 +106,9 @@ struct PageBoundParams {  // ref::quest_page_bound, for every query head of one 
 // before the grouped call). Shared by the host backends.
 template <class BoundOne>
 void group_page_bound(const PageBoundParams& p, BoundOne&& bound_one) {
-  std::vector<float> one(static_cast<size_t>(p.pages));
-  for (int64_t i = 0; i < p.pages; ++i) p.bound[i] = -__builtin_inff();
+  thread_local std::vector<float> one;  // one head's bounds; reused (a call per KV head, layer and step)
+  one.resize(static_cast<size_t>(p.pages));
+  for (int64_t i = 0; i < p.pages; ++i) p.bound[i] = -std::numeric_limits<float>::infinity();
   for (int h = 0; h < p.heads; ++h) {
     bound_one(h, one.data());
     for (int64_t i = 0; i < p.pages; ++i) p.bound[i] = p.bound[i] < one[size_t(i)] ? one[size_t(i)] : p.bound[i];

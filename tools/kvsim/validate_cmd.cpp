@@ -138,7 +138,7 @@ int run_emu_predict(const ValidateCommand& c, const std::string& command) {
   std::fprintf(stderr, "kvsim validate: %zu CUDA cases through the emulator at the kit's sizes, priced on %s...\n",
                cases.size(), gpu.name.c_str());
   validate::TimeCheck t = validate::check_kernel_times(
-      cases, model, measured ? &*measured : nullptr, measured ? shown : "", {},
+      cases, model, measured ? &*measured : nullptr, measured ? shown : "",
       [](const std::string& line) { std::fprintf(stderr, "kvsim validate: %s\n", line.c_str()); });
   t.command = command;
   const std::string md = "Written by `" + command + "`.\n\n" + validate::time_check_markdown(t);
