@@ -65,9 +65,10 @@ void topk(int rows, int64_t n, int64_t k) {
   k = std::clamp<int64_t>(k, 1, n);
   auto scores = random_buffer(size_t(rows) * size_t(n), 4);
   Buf<int32_t> out{size_t(rows) * size_t(k)};
-  Buf<unsigned long long> ws{size_t(std::max<int64_t>(1, O::topk_workspace_words(k, n) * rows))};
   opt::TopkParams p;
-  p.scores = scores.get(), p.out = out.get(), p.rows = rows, p.n = n, p.k = k, p.workspace = ws.get();
+  p.scores = scores.get(), p.out = out.get(), p.rows = rows, p.n = n, p.k = k;
+  Buf<unsigned long long> ws{size_t(std::max<int64_t>(1, O::topk_workspace_words(p) * rows))};
+  p.workspace = ws.get();
   setup.done();
   O::topk(p);
 }
@@ -133,6 +134,8 @@ void page_select(int64_t pages, int64_t k) {
   Buf<int32_t> out{size_t(k)};
   opt::PageSelectParams p;
   p.bound = bound.get(), p.pages = pages, p.k = k, p.out = out.get();
+  Buf<unsigned long long> ws{size_t(std::max<int64_t>(1, O::quest_select_workspace_words(p)))};
+  p.workspace = ws.get();
   setup.done();
   O::quest_select_pages(p);
 }
@@ -164,6 +167,8 @@ void sekv_zoom(int64_t spans, double threshold) {
   p.gate = gate.get(), p.span_len = dlen.get(), p.span_end = dend.get(), p.spans = spans;
   p.position = 16 * spans, p.threshold = threshold, p.room = 1e18;
   p.zoomed = zoomed.get(), p.keys = keys.get(), p.ranked = ranked.get(), p.count = count.get(), p.used = used.get();
+  Buf<unsigned long long> ws{size_t(std::max<int64_t>(1, O::sekv_zoom_workspace_words(spans)))};
+  p.workspace = ws.get();
   setup.done();
   O::sekv_zoom(p);
 }

@@ -87,8 +87,11 @@ std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& h
         link->run(d, pv, st, ph);
         counts = scope.counts();
       }
+      r.counts = counts;
+      r.counts.launches.clear();
       for (const emu::LaunchCounts& l : counts.launches) {
         if (!matches(l.kernel, link->launches)) continue;
+        r.counts.launches.push_back(l);
         r.kernel_names.push_back(l.kernel);
         r.dram_bytes += double(l.unique_bytes() + 32 * l.host_sectors);  // HBM, or pinned host for a zero-copy gather
         r.sector_bytes += double(l.sector_bytes());
@@ -104,32 +107,44 @@ std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& h
   return rows;
 }
 
-std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const TrafficShape& s) {
+std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const TrafficShape& s,
+                                const std::string& priced_on) {
+  const bool time = !priced_on.empty();
   std::ostringstream o;
-  char b[512];
+  char b[768];
   std::snprintf(b, sizeof b,
-                "kvsim validate --device emu: one layer, one sequence, fp32, %d query / %d KV heads of %d, context "
-                "%.0f; per phase the model's bytes and launches beside the kernels' fetched 32-byte sectors, useful "
-                "bytes, launches, memsets and host synchronizations (CUDA emulator)\n\n",
-                s.query_heads, s.kv_heads, s.head_dim, s.context);
+                "kvsim validate --device emu: one layer, one sequence, fp32, %d query / %d KV heads of %d%s%s%s, "
+                "context %.0f; per phase the model's bytes and launches beside the kernels' fetched 32-byte sectors, "
+                "useful bytes, launches, memsets and host synchronizations (CUDA emulator)%s%s%s\n\n",
+                s.query_heads, s.kv_heads, s.head_dim, s.model.empty() ? "" : " (", s.model.c_str(),
+                s.model.empty() ? "" : ")", s.context, time ? "; each priced by the kernel time model on " : "",
+                priced_on.c_str(),
+                time ? " (us: the predicted call; of bound: the model's bytes at the datasheet bandwidth over it)" : "");
   o << b;
-  std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %7s %6s %5s %5s %6s %6s  %s\n", "policy", "phase",
+  const auto timed = [&](const PhaseTrafficRow& r) {
+    if (!time) return std::string();
+    char t[64];
+    if (!r.linked) std::snprintf(t, sizeof t, " %9s %8s", "-", "-");
+    else std::snprintf(t, sizeof t, " %9.4g %8.3g", r.predicted_s * 1e6, r.predicted_s > 0 ? r.bound_s / r.predicted_s : 0);
+    return std::string(t);
+  };
+  std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %7s %6s %5s %5s %6s %6s%s  %s\n", "policy", "phase",
                 "model B", "launch", "DRAM B", "request B", "useful", "launch", "mset", "sync", "ratio", "bound",
-                "kernels");
+                time ? "        us of bound" : "", "kernels");
   o << b;
   for (const auto& r : rows) {
     if (!r.linked) {
-      std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %7s %6s %5s %5s %6s %6s  %s\n", r.policy.c_str(),
+      std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %7s %6s %5s %5s %6s %6s%s  %s\n", r.policy.c_str(),
                     r.phase.c_str(), num(r.model_bytes).c_str(), num(r.model_launches).c_str(), "-", "-", "-", "-", "-",
-                    "-", "-", "-", r.kernels.c_str());
+                    "-", "-", "-", timed(r).c_str(), r.kernels.c_str());
       o << b;
       continue;
     }
     const double eff = r.sector_bytes > 0 ? r.useful_bytes / r.sector_bytes : 0;
-    std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %6.0f%% %6.0f %5.0f %5.0f %6.2f %6s  %s\n",
+    std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %6.0f%% %6.0f %5.0f %5.0f %6.2f %6s%s  %s\n",
                   r.policy.c_str(), r.phase.c_str(), num(r.model_bytes).c_str(), num(r.model_launches).c_str(),
                   num(r.dram_bytes).c_str(), num(r.sector_bytes).c_str(), 100 * eff, r.launches, r.memsets,
-                  r.host_syncs, r.ratio, r.within() ? "ok" : "OUT", r.kernels.c_str());
+                  r.host_syncs, r.ratio, r.within() ? "ok" : "OUT", timed(r).c_str(), r.kernels.c_str());
     o << b;
     if (!r.why.empty()) {
       std::snprintf(b, sizeof b, "%-29s allowed ratio [%.2g, %.2g]: %s\n", "", r.low, r.high, r.why.c_str());
@@ -142,11 +157,15 @@ std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const 
   return o.str();
 }
 
-std::string phase_traffic_json(const std::vector<PhaseTrafficRow>& rows, const TrafficShape& s) {
+std::string phase_traffic_json(const std::vector<PhaseTrafficRow>& rows, const TrafficShape& s,
+                               const std::string& priced_on) {
+  const bool time = !priced_on.empty();
   nlohmann::json j;
   j["schema"] = "kvsim.phase_traffic/1";
   j["shape"] = {{"query_heads", s.query_heads}, {"kv_heads", s.kv_heads}, {"head_dim", s.head_dim},
                 {"context", s.context}, {"layers", 1}, {"batch", 1}, {"dtype", "fp32"}};
+  if (!s.model.empty()) j["shape"]["model"] = s.model;
+  if (time) j["priced_on"] = priced_on;
   for (const auto& r : rows) {
     nlohmann::json x = {{"policy", r.policy}, {"phase", r.phase}, {"kind", r.kind}, {"device", r.device},
                         {"linked", r.linked}, {"kernels", r.kernels}, {"model_bytes", r.model_bytes},
@@ -163,6 +182,12 @@ std::string phase_traffic_json(const std::vector<PhaseTrafficRow>& rows, const T
       x["allowed"] = {r.low, r.high};
       x["within"] = r.within();
       if (!r.why.empty()) x["why"] = r.why;
+      if (time) {
+        x["predicted_s"] = r.predicted_s;
+        x["bound_s"] = r.bound_s;
+        x["fraction_of_bound"] = r.predicted_s > 0 ? r.bound_s / r.predicted_s : 0;
+        x["time_bound"] = r.time_bound;
+      }
     }
     j["phases"].push_back(x);
   }

@@ -12,12 +12,14 @@
 
 #include "model/hardware.hpp"
 #include "model/host.hpp"
+#include "kernels/emu/counters.hpp"
 
 namespace kvsim {
 
 struct TrafficShape {
   int query_heads = 8, kv_heads = 2, head_dim = 128;
   double context = 16384;  // past CTKVR's 6528 resident tokens, so it offloads and recalls
+  std::string model;       // the library model the heads were taken from ("" = the default probe)
 };
 
 struct PhaseTrafficRow {
@@ -35,6 +37,12 @@ struct PhaseTrafficRow {
   double ratio = 0;                       // dram_bytes / model_bytes
   double low = 0.9, high = 1.1;
   std::string why;  // the link's explanation of a range wider than +-10%
+  emu::Counts counts;  // the counted launches (those the link names) with the run's memsets, copies, syncs
+  // Filled by a caller that prices `counts` (kvsim validate --device emu --predict GPU --phases, with
+  // validate/kernel_time_model.hpp, a layer above this one): the predicted call time, the phase's model
+  // bytes at the GPU's datasheet bandwidth (its roofline bound, launches excluded), the binding term.
+  double predicted_s = 0, bound_s = 0;
+  std::string time_bound;
   bool within() const { return !linked || (ratio >= low && ratio <= high); }
 };
 
@@ -42,7 +50,10 @@ struct PhaseTrafficRow {
 std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& host, const TrafficShape& shape,
                                            const std::vector<std::string>& policies = {});
 
-std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const TrafficShape& shape);
-std::string phase_traffic_json(const std::vector<PhaseTrafficRow>& rows, const TrafficShape& shape);
+// `priced_on`: the GPU the rows' times were priced on ("" = not priced: no time columns).
+std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const TrafficShape& shape,
+                                const std::string& priced_on = "");
+std::string phase_traffic_json(const std::vector<PhaseTrafficRow>& rows, const TrafficShape& shape,
+                               const std::string& priced_on = "");
 
 }  // namespace kvsim

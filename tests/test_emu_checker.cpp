@@ -154,12 +154,25 @@ struct BarrierSite {
   std::string file;
   unsigned line;
 };
+// One exception: a barrier right before a grid's last-block ticket (the comment above it says
+// "[handoff barrier]", and the next line takes the ticket with an atomicAdd) orders every thread's
+// global writes and fence before another block can see the ticket. The emulator runs blocks one after
+// another, so no case can show it missing; the test checks that such a barrier is exactly that.
 std::vector<BarrierSite> barrier_sites(const std::string& rel) {
   std::vector<BarrierSite> sites;
   const auto lines = source_lines(rel);
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string code = lines[i].substr(0, lines[i].find("//"));
-    if (code.find("__syncthreads(") != std::string::npos) sites.push_back({rel, unsigned(i + 1)});
+    if (code.find("__syncthreads(") == std::string::npos) continue;
+    const bool handoff = i >= 2 && (lines[i - 1].find("[handoff barrier]") != std::string::npos ||
+                                    lines[i - 2].find("[handoff barrier]") != std::string::npos);
+    if (handoff) {
+      EXPECT_TRUE(i + 1 < lines.size() && lines[i + 1].find("atomicAdd(") != std::string::npos &&
+                  lines[i + 1].find("ticket") != std::string::npos)
+          << rel << ":" << i + 1 << ": a [handoff barrier] must be followed by the ticket's atomicAdd";
+      continue;
+    }
+    sites.push_back({rel, unsigned(i + 1)});
   }
   return sites;
 }

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cuda_device.hpp"
@@ -160,6 +161,31 @@ TEST(OptKernelsLaunches, EachPhaseLaunchesAndSynchronizesOnlyAsItMust) {
     CountScope scope;
     cuda::topk(p);
     expect(scope.counts(), 1, 0, "topk");
+    EXPECT_EQ(cuda::topk_launches(p), 1);
+  }
+  {  // top-k of a row split over blocks: one memset of the select state, 3 passes, the slice counts and
+     // the compaction; in rank order the tile sort, and a merge round per doubling above 4096 survivors;
+     // k = n: no memset and no pass. Never a host synchronization. topk_launches says the same.
+    const int64_t n = 20000;
+    DeviceBuffer<float> sc(randn(size_t(n), 5));
+    DeviceBuffer<int32_t> out{size_t(n)};
+    for (const auto& [k, rank_order, launches, memsets] :
+         std::vector<std::tuple<int64_t, bool, uint64_t, uint64_t>>{
+             {100, false, 5, 1}, {100, true, 6, 1}, {9000, true, 8, 1}, {n, false, 2, 0}, {n, true, 6, 0}}) {
+      SCOPED_TRACE(testing::Message() << "k " << k << " rank_order " << rank_order);
+      TopkParams p;
+      p.scores = sc.get(), p.out = out.get(), p.rows = 1, p.n = n, p.k = k, p.rank_order = rank_order;
+      DeviceBuffer<unsigned long long> ws{size_t(cuda::topk_workspace_words(p))};
+      p.workspace = ws.get();
+      CountScope scope;
+      cuda::topk(p);
+      const auto& c = scope.counts();
+      EXPECT_EQ(c.kernel_launches(), launches);
+      EXPECT_EQ(c.memsets, memsets);
+      EXPECT_EQ(c.host_syncs, 0u);
+      EXPECT_EQ(c.copies, 0u);
+      EXPECT_EQ(uint64_t(cuda::topk_launches(p)), launches + memsets);
+    }
   }
   {  // paged decode: the split kernel, then the merge when there are several splits
     const int ps = 16, Hq = 4, Hkv = 2, hd = 32, pages = 8;
@@ -207,11 +233,24 @@ TEST(OptKernelsCoalescing, EveryLaunchUsesNinetyPercentOfItsSectorBytes) {
     p.max_pages_per_request = pages, p.pages_per_split = 16;
     for (int lane_floats : {4, 8}) p.lane_floats = lane_floats, cuda::paged_decode_attention(p);
   }
-  {  // top-k of 65536 scores, k = 1024, both orders
+  {  // top-k of 65536 scores split over 16 blocks, k = 1024 and 8192 (a merge round), both orders
     DeviceBuffer<float> sc(randn(65536, 13));
-    DeviceBuffer<int32_t> out{size_t(1024)};
+    DeviceBuffer<int32_t> out{size_t(8192)};
     TopkParams p;
-    p.scores = sc.get(), p.out = out.get(), p.rows = 1, p.n = 65536, p.k = 1024;
+    p.scores = sc.get(), p.out = out.get(), p.rows = 1, p.n = 65536;
+    for (int64_t k : {1024, 8192})
+      for (bool rank_order : {true, false}) {
+        p.k = k, p.rank_order = rank_order;
+        DeviceBuffer<unsigned long long> ws{size_t(cuda::topk_workspace_words(p))};
+        p.workspace = ws.get();
+        cuda::topk(p);
+      }
+  }
+  {  // one-block top-k: 4096 scores, k = 64, both orders
+    DeviceBuffer<float> sc(randn(4096, 15));
+    DeviceBuffer<int32_t> out{size_t(64)};
+    TopkParams p;
+    p.scores = sc.get(), p.out = out.get(), p.rows = 1, p.n = 4096, p.k = 64;
     for (bool rank_order : {true, false}) p.rank_order = rank_order, cuda::topk(p);
   }
   {  // the staging gather: 24 pages of 16 KiB in runs
@@ -252,7 +291,9 @@ TEST(OptKernelsCoalescing, EveryLaunchUsesNinetyPercentOfItsSectorBytes) {
     cuda::chess_select(p);
   }
   const auto& launches = scope.counts().launches;
-  ASSERT_EQ(launches.size(), 11u);  // decode 2 per lane width, top-k 2, gather 1, recall 2, CHESS 2
+  // decode 2 per lane width; split top-k 3 passes + count + write (+ tile sort, + 1 merge round at
+  // k = 8192): 6 + 5 + 7 + 5, one-block top-k 1 per order; gather 1, recall 2, CHESS 2.
+  ASSERT_EQ(launches.size(), 34u);
   if (scope.counts().sectors() == 0) GTEST_SKIP() << "this emulator does not count sectors yet";
   for (const auto& l : launches) {
     EXPECT_GE(l.efficiency(), 0.9) << l.kernel;

@@ -31,10 +31,14 @@ const char* x_label(CurveVariable x) {
   return "";
 }
 
-// The measured efficiency at exactly this x (a grid point of the kit; no interpolation), or 0.
-double measured_efficiency(const Calibration& cal, const Phase& ph, Ceiling cl, double x) {
+// The measured efficiency at exactly this x (a grid point of the kit; no interpolation), or 0; *same
+// says whether the curve was measured on the case's current kernels: the kit writes the case's
+// `kernels` words into the curve's source, and a case whose kernels changed says so in those words.
+double measured_efficiency(const Calibration& cal, const Phase& ph, Ceiling cl, double x, const std::string& kernels,
+                           bool* same) {
   const EfficiencyCurve* curve = cal.curve_for(ph, cl);
   if (!curve) return 0;
+  *same = curve->source.find(kernels) != std::string::npos;
   for (const auto& [px, e] : curve->points)
     if (std::abs(px - x) <= 1e-6 * std::max(1.0, std::abs(x))) return e;
   return 0;
@@ -91,10 +95,15 @@ TimeCheck check_kernel_times(const std::vector<Case>& cases, const TimeModelGpu&
         p.barriers = std::max(p.barriers, l.barriers);
       }
       if (measured) {
-        const double e = measured_efficiency(*measured, ph, cp.ceiling, cp.x);
+        bool same = true;
+        const double e = measured_efficiency(*measured, ph, cp.ceiling, cp.x, c.kernels, &same);
         if (e > 0) {
           p.measured = cp.ideal_seconds / (e * cp.penalty);
           p.error = p.predicted.seconds / p.measured - 1;
+          p.earlier_kernel = !same;
+        }
+        if (e > 0 && !same) ++t.earlier;
+        if (e > 0 && same) {
           errors.push_back(std::abs(p.error));
           ++t.compared;
           if (std::abs(p.error) <= 0.30) ++t.within_30;
@@ -128,7 +137,12 @@ std::string time_check_markdown(const TimeCheck& t) {
   if (!t.measured_name.empty())
     s << "Against `" << t.measured_name << "`: " << t.compared << " measured points, " << t.within_30
       << " within 30% (" << (t.compared ? num(100.0 * t.within_30 / t.compared, 3) : "-") << "%), " << t.within_2x
-      << " within 2x; median |error| " << num(100 * t.median_abs_error, 3) << "%.\n\n";
+      << " within 2x; median |error| " << (t.compared ? num(100 * t.median_abs_error, 3) + "%" : std::string("-")) << "."
+      << (t.earlier ? " Not counted: " + std::to_string(t.earlier) +
+                          " points measured on an earlier version of their case's kernels (error in brackets: "
+                          "the measurement's source does not name the kernels that ran here)."
+                    : std::string())
+      << "\n\n";
   else
     s << "No measured calibration for this GPU: predictions only.\n\n";
   s << "| case | size | x | launches | DRAM bytes | chain (global / shared / barriers) | bound | predicted us | "
@@ -138,7 +152,10 @@ std::string time_check_markdown(const TimeCheck& t) {
       << p.launches << " | " << num(double(p.dram_bytes), 4) << " | " << p.chain_global << " / " << p.chain_shared
       << " / " << p.barriers << " | " << p.predicted.bound << " | " << us(p.predicted.seconds) << " | "
       << num(p.bound_seconds / p.predicted.seconds, 3) << " | " << (p.measured > 0 ? us(p.measured) : "-") << " | "
-      << (p.measured > 0 ? (p.error >= 0 ? "+" : "") + num(100 * p.error, 3) + "%" : std::string("-")) << " |\n";
+      << (p.measured <= 0        ? std::string("-")
+          : p.earlier_kernel ? "[" + std::string(p.error >= 0 ? "+" : "") + num(100 * p.error, 3) + "%]"
+                             : (p.error >= 0 ? "+" : "") + num(100 * p.error, 3) + "%")
+      << " |\n";
   }
   return s.str();
 }
@@ -154,6 +171,7 @@ std::string time_check_json(const TimeCheck& t) {
   j["within_30"] = t.within_30;
   j["within_2x"] = t.within_2x;
   j["median_abs_error"] = t.median_abs_error;
+  j["earlier_kernel_points"] = t.earlier;
   nlohmann::json pts = nlohmann::json::array();
   for (const TimeCheckPoint& p : t.points) {
     nlohmann::json q{{"case", p.case_name},
@@ -178,7 +196,7 @@ std::string time_check_json(const TimeCheck& t) {
                      {"bound_s", p.bound_seconds},
                      {"fraction_of_bound", p.bound_seconds / p.predicted.seconds},
                      {"emulated_s", p.emulated_seconds}};
-    if (p.measured > 0) q["measured_s"] = p.measured, q["error"] = p.error;
+    if (p.measured > 0) q["measured_s"] = p.measured, q["error"] = p.error, q["earlier_kernel"] = p.earlier_kernel;
     nlohmann::json ls = nlohmann::json::array();
     for (const LaunchTime& l : p.predicted.launches)
       ls.push_back({{"kernel", l.kernel},

@@ -27,6 +27,9 @@ struct TimeCheckPoint {
   double bound_seconds = 0;
   double measured = 0;  // seconds per call on the GPU; 0 = not measured at this point
   double error = 0;     // predicted / measured - 1
+  // The measurement is of an earlier version of the case's kernels (its source does not name the case's
+  // `kernels` words): shown, not counted in the check's statistics.
+  bool earlier_kernel = false;
   uint64_t launches = 0, dram_bytes = 0, host_bytes = 0, requested_bytes = 0, chain_global = 0, chain_shared = 0, barriers = 0;
   double emulated_seconds = 0;  // wall time the emulator took (the check's own cost)
 };
@@ -37,6 +40,7 @@ struct TimeCheck {
   TimeModelGpu model;
   std::vector<TimeCheckPoint> points;
   int compared = 0, within_30 = 0, within_2x = 0;
+  int earlier = 0;  // measured points left out: measured on an earlier version of their kernels
   double median_abs_error = 0;
 };
 

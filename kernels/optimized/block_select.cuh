@@ -120,16 +120,18 @@ __device__ int64_t compact_in_order(Shared& sh, int64_t i0, int64_t n, const Wor
   return written;
 }
 
-// Kept ids written in index order through a shared buffer of 2·blockDim ids (buf), blockDim at a time:
+// Kept values (ids, or rank words) written in index order through a shared buffer of 2·blockDim values
+// (buf), blockDim at a time:
 // every store but the last is the whole block on consecutive positions from a multiple of blockDim
 // (full sectors), however few ids each tile keeps. Use put() as compact_in_order's emit, tile_done() as
 // its flush, finish() after it. No barrier of its own: a thread moves down only the entry it has just
 // stored, and compact_in_order's barriers separate the tiles' puts from the reads.
-struct IdStager {
-  int32_t* buf;
-  int32_t* out;
+template <class T>
+struct Stager {
+  T* buf;
+  T* out;
   int64_t pending = 0, flushed = 0;
-  __device__ void put(int64_t in_tile, int64_t i) { buf[pending + in_tile] = int32_t(i); }
+  __device__ void put(int64_t in_tile, T v) { buf[pending + in_tile] = v; }
   __device__ void tile_done(int64_t tile) {
     pending += tile;
     if (pending < int64_t(blockDim.x)) return;  // the same for every thread
@@ -142,10 +144,11 @@ struct IdStager {
     if (int64_t(threadIdx.x) < pending) out[flushed + threadIdx.x] = buf[threadIdx.x];
   }
 };
+using IdStager = Stager<int32_t>;
 
 // The bitonic network's steps (size, stride) for size in [size_lo, size_hi] and, of the first size, only
-// the strides <= first_stride, over words[0, len) whose first element has global index offset (the
-// direction of a pair depends on the global index). Every thread calls it.
+// the strides <= first_stride, over words[0, len) whose first element has index offset in the whole
+// sequence (the direction of a pair depends on it). Every thread calls it.
 __device__ inline void bitonic_steps(Word* words, int64_t len, int64_t offset, int64_t size_lo, int64_t size_hi,
                                      int64_t first_stride) {
   for (int64_t size = size_lo; size <= size_hi; size <<= 1)
@@ -160,40 +163,8 @@ __device__ inline void bitonic_steps(Word* words, int64_t len, int64_t offset, i
     }
 }
 
-// Bitonic sort (ascending) of cap words, cap a power of two; every thread calls it. With cap <= tile the
-// words are already in shared memory (words == tile_buf). Above that they are in global memory and the
-// sort runs in tiles: every step whose stride is below the tile size runs on a tile loaded into shared
-// memory (tile_buf, tile words), so global memory sees only whole-tile coalesced loads and stores and
-// the few steps with a stride of a tile or more, whose pairs q, q+1 of consecutive threads are
-// consecutive words (full sectors) — a plain global bitonic sort touches half of each sector per step
-// at strides below a warp. Outside bitonic_steps, word e of the global array is only ever loaded and
-// stored by thread e mod blockDim (blockDim divides the tile and every stride of a tile or more), so
-// the global passes need no barrier of their own: only tile_buf, shared by the block, does.
-__device__ inline void bitonic_sort(Word* words, int64_t cap, Word* tile_buf, int64_t tile) {
-  if (cap <= tile) {
-    bitonic_steps(words, cap, 0, 2, cap, 1);
-    return;
-  }
-  const auto tiled = [&](int64_t size_lo, int64_t size_hi, int64_t first_stride) {
-    for (int64_t t0 = 0; t0 < cap; t0 += tile) {
-      for (int64_t j = threadIdx.x; j < tile; j += blockDim.x) tile_buf[j] = words[t0 + j];
-      __syncthreads();
-      bitonic_steps(tile_buf, tile, t0, size_lo, size_hi, first_stride);  // ends with a barrier
-      // Each thread stores back the words it loaded, so the next tile's loads overwrite nothing unread.
-      for (int64_t j = threadIdx.x; j < tile; j += blockDim.x) words[t0 + j] = tile_buf[j];
-    }
-  };
-  tiled(2, tile, 1);  // every size up to a tile: whole tiles, alternating directions by global index
-  for (int64_t size = 2 * tile; size <= cap; size <<= 1) {
-    for (int64_t stride = size / 2; stride >= tile; stride >>= 1) {
-      for (int64_t q = threadIdx.x; q < cap / 2; q += blockDim.x) {
-        const int64_t i = 2 * stride * (q / stride) + q % stride, j = i + stride;
-        const Word a = words[i], b = words[j];
-        if ((a > b) == ((i & size) == 0)) words[i] = b, words[j] = a;  // i, j ≡ threadIdx.x (mod blockDim)
-      }
-    }
-    tiled(size, size, tile / 2);  // this size's strides below a tile
-  }
-}
+// Bitonic sort (ascending) of cap words in shared memory, cap a power of two; every thread calls it. More
+// words than a block's shared memory holds are grid_select.cuh's merge sort (topk.cu), not this.
+__device__ inline void bitonic_sort(Word* words, int64_t cap) { bitonic_steps(words, cap, 0, 2, cap, 1); }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND::block_select

@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(kRecallThreads, 1) recall_kernel(CentroidRecal
                        [](int64_t, int64_t) {});
   for (int64_t j = cp + tid; j < cap; j += blockDim.x) words[j] = bs::kExcluded;
   __syncthreads();
-  bs::bitonic_sort(words, cap, words, kSortWords);
+  bs::bitonic_sort(words, cap);
   for (int64_t j = tid; j < cp; j += blockDim.x) p.chosen[j] = int32_t(unsigned(words[j]));
   __syncthreads();  // chosen is visible to the whole block, and the words are free for the bitmap
 

@@ -70,7 +70,7 @@ __device__ int64_t select_level(bs::Shared& sh, int32_t* tile_ids, unsigned* s_c
   const int64_t kept = bs::compact_in_order(
       sh, i0, n, word_at, prefix, mask,
       [&](int64_t, int64_t in_tile, int64_t i, Word) {
-        staged.put(in_tile, i);
+        staged.put(in_tile, int32_t(i));
         if (kept_bits) atomicOr(&kept_bits[i >> 5], 1u << (i & 31));
       },
       [&](int64_t, int64_t tile) { staged.tile_done(tile); });

@@ -22,8 +22,12 @@ int paged_decode_splits(const PagedDecodeParams& p);
 int64_t paged_decode_workspace_floats(const PagedDecodeParams& p);
 void paged_decode_attention(const PagedDecodeParams& p);
 
-// ---- topk.cu: radix select + bitonic sort, one block per row; returns min(k, n) ----
-int64_t topk_workspace_words(int64_t k, int64_t n);
+// ---- topk.cu: radix select + ordered compaction + sort, one block per row or per slice of a long row
+// (grid_select.cuh); returns min(k, n) ----
+// Workspace words per row for p (its n, k, rank_order and block_elems); 0 when none is needed.
+int64_t topk_workspace_words(const TopkParams& p);
+// The device operations (launches and memsets) topk(p) queues.
+int topk_launches(const TopkParams& p);
 int64_t topk(const TopkParams& p);
 
 // ---- gather_runs.cu: runs of adjacent rows copied with float4 loads, one block per run ----
@@ -60,6 +64,7 @@ void chunk_sum(const float* scores, int64_t n, int chunk, float* out);
 // quest_pages.cu
 void quest_page_minmax(const PageMinmaxParams& p);
 void quest_page_bound(const PageBoundParams& p);
+int64_t quest_select_workspace_words(const PageSelectParams& p);  // words of p.workspace (0: none)
 int64_t quest_select_pages(const PageSelectParams& p);  // returns the count
 // chess_levels.cu
 ::kvsim::ref::KVSIM_CUDA_LAUNCHERS_NS::LevelCounts chess_levels(const ChessLevelsParams& p);
@@ -73,6 +78,7 @@ int64_t ctkvr_rerank(const RerankParams& p);        // returns min(rho_prime, m)
 void pca_projection(const PcaParams& p);
 void span_summaries(const SpanSummaryParams& p);
 void sekv_routing(const RoutingParams& p);
+int64_t sekv_zoom_workspace_words(int64_t spans);  // words of ZoomParams::workspace (0: none)
 int64_t sekv_zoom(const ZoomParams& p);  // returns the zoomed count
 // span_svd.cu
 void span_svd(const SpanSvdParams& p);

@@ -48,7 +48,11 @@ struct TopkParams {
   // parent_kept[i / group_size] != 0; k must not exceed the number of such candidates.
   const unsigned char* parent_kept = nullptr;
   int64_t group_size = 1;
-  // [rows, topk_workspace_words] words, required only when topk_workspace_words(k, n) > 0 (a large k).
+  // Elements of a row per block (0 or above 4096: 4096). A row longer than that is split over several
+  // blocks, in every launch for all rows (grid_select.cuh); tests shorten it to split small rows.
+  int64_t block_elems = 0;
+  // [rows · topk_workspace_words(p)] words; required when topk_workspace_words(p) > 0 (rows split over
+  // blocks: their select state, slice counts and, in rank order, the merge sort's buffers).
   unsigned long long* workspace = nullptr;
 };
 

@@ -73,14 +73,25 @@ void quest_page_bound(const PageBoundParams& p) {
   check::check_launch("opt::quest_page_bound");
 }
 
+namespace {
+// The index-order top-k of the pages before the last.
+TopkParams others_topk(const PageSelectParams& p) {
+  TopkParams t;
+  t.scores = p.bound, t.out = p.out, t.rows = 1, t.n = p.pages - 1, t.rank_order = false, t.workspace = p.workspace;
+  t.k = p.k - 1 < p.pages - 1 ? p.k - 1 : p.pages - 1;
+  return t;
+}
+}  // namespace
+
+int64_t quest_select_workspace_words(const PageSelectParams& p) {
+  return p.pages <= 0 || p.k <= 0 ? 0 : topk_workspace_words(others_topk(p));
+}
+
 int64_t quest_select_pages(const PageSelectParams& p) {
   if (p.pages <= 0 || p.k <= 0) return 0;
-  const int64_t others = p.k - 1 < p.pages - 1 ? p.k - 1 : p.pages - 1;
-  if (others > 0) {
-    TopkParams t;
-    t.scores = p.bound, t.out = p.out, t.rows = 1, t.n = p.pages - 1, t.k = others, t.rank_order = false;
-    topk(t);  // ascending page ids: the quantile form needs no workspace
-  }
+  const TopkParams t = others_topk(p);
+  const int64_t others = t.k;
+  if (others > 0) topk(t);  // ascending page ids
   KVSIM_LAUNCH(last_page_kernel, 1, 1)(p.out, others, int32_t(p.pages - 1));
   check::check_launch("opt::quest_select_pages (last page)");
   return others + 1;

@@ -87,6 +87,7 @@ struct PageSelectParams {  // the last page always, and the best k - 1 of the ot
   const float* bound = nullptr;  // [pages]
   int64_t pages = 0, k = 0;
   int32_t* out = nullptr;  // [min(k, pages)]
+  unsigned long long* workspace = nullptr;  // [quest_select_workspace_words(*this)] when that is > 0
 };
 
 // ---- chess_levels.cu: the hierarchical select over given level scores (survivors scope) ----
@@ -130,7 +131,7 @@ struct QcivfBuildParams {
   int32_t* ivf = nullptr;  // [C, min(rho, n)]
   float* scores = nullptr;  // [groups, C, n] scratch
   float* max_scores = nullptr;  // [C, n] scratch
-  unsigned long long* workspace = nullptr;  // [C, topk_workspace_words(min(rho, n), n)] when that is > 0
+  unsigned long long* workspace = nullptr;  // [C · topk_workspace_words({rows C, n, k min(rho, n)})] when > 0
 };
 struct RerankParams {
   const float* q = nullptr;  // [groups, d]
@@ -191,6 +192,7 @@ struct ZoomParams {
   int32_t* ranked = nullptr;   // [spans] scratch
   int32_t* count = nullptr;    // [2] scratch: candidates, then zoomed
   double* used = nullptr;      // [1] out: the zoomed spans' tokens
+  unsigned long long* workspace = nullptr;  // [sekv_zoom_workspace_words(spans)] when that is > 0
 };
 
 // ---- span_svd.cu: truncated SVD factors of span blocks, one thread per block ----

@@ -183,6 +183,12 @@ void sekv_routing(const RoutingParams& p) {
   check::check_launch("opt::sekv_routing (gates)");
 }
 
+int64_t sekv_zoom_workspace_words(int64_t spans) {
+  TopkParams t;  // the most the candidates' top-k can need: every span a candidate
+  t.rows = 1, t.n = spans, t.k = spans, t.rank_order = true;
+  return spans > 0 ? topk_workspace_words(t) : 0;
+}
+
 int64_t sekv_zoom(const ZoomParams& p) {
   if (p.spans < 0) throw std::runtime_error("opt::sekv_zoom: spans < 0");
   double zero_used = 0;
@@ -196,9 +202,9 @@ int64_t sekv_zoom(const ZoomParams& p) {
   int32_t cand = 0;
   check::check(cudaMemcpy(&cand, p.count, sizeof cand, cudaMemcpyDeviceToHost), "opt::sekv_zoom (candidates)");
   if (cand > 0) {
-    if (topk_workspace_words(cand, p.spans) > 0) throw std::runtime_error("opt::sekv_zoom: more than 4096 candidates");
     TopkParams t;
     t.scores = p.keys, t.out = p.ranked, t.rows = 1, t.n = p.spans, t.k = cand, t.rank_order = true;
+    t.workspace = p.workspace;
     topk(t);
   }
   KVSIM_LAUNCH(zoom_budget_kernel, 1, 1)(p, int64_t(cand));

@@ -28,7 +28,9 @@ struct ValidateCommand {
   CLI::App* cmd = nullptr;
   std::string device = "cpu", out, report, format = "table", host, hardware, name, filter;
   bool quick = false, kit = false, kernel_models = false;
-  std::string measurements, predict;
+  std::string measurements, predict, model;
+  bool phases = false;
+  double context = 0;
   std::vector<std::string> policies;
   std::string clock = "cpu";
   std::string kernels = "optimized";
@@ -81,6 +83,14 @@ ValidateCommand* add_validate_command(CLI::App& app) {
                     "with the kernel time model (validate/kernel_time_model.hpp) on this library GPU, beside the kit's "
                     "measurement where scenarios/calibration/<gpu>-measured.yaml has one (--filter picks cases; "
                     "--report FILE writes the Markdown or, with --format json, the JSON)");
+  c.cmd->add_flag("--phases", c.phases,
+                  "--device emu --predict GPU: price every policy's linked phases (the kernels `validate --device "
+                  "emu` runs) on GPU instead of the kit's cases, at --model's heads and --context");
+  c.cmd->add_option("--model", c.model,
+                    "--device emu: the phases' shape from this library model's query heads, KV heads and head size "
+                    "(one fp32 layer, one sequence; default 8 / 2 heads of 128)");
+  c.cmd->add_option("--context", c.context, "--device emu: the phases' context in tokens (default 16384)")
+      ->check(CLI::Range(1.0, 16777216.0));
   c.cmd->add_option("--kernels", c.kernels,
                     "--device cpu: optimized (default: kernels/host where one exists, else the reference) or "
                     "reference (kvsim::ref throughout: the plain kernels' profile)")
@@ -92,11 +102,17 @@ namespace {
 
 // --device emu: traffic, not time — the emulator counts what each phase's kernels move
 // (policies/phase_traffic.hpp).
+// --device emu [--predict GPU --phases]: traffic, and with --phases the time model's price of each phase.
 int run_emu_traffic(const ValidateCommand& c) {
   if (c.format == "csv")
     throw_input_error("command line", 0, "--format", "csv is not available with --device emu; use table or json");
-  const GpuSpec gpu = load_gpu_file(
-      resolve(LibraryKind::hardware, c.hardware.empty() ? "h100-sxm" : c.hardware, "command line", 0, "--hardware"));
+  if (c.phases && !c.hardware.empty())
+    throw_input_error("command line", 0, "--hardware", "give the GPU once: --phases prices on --predict's GPU");
+  const std::string gpu_name = c.phases ? c.predict : c.hardware.empty() ? "h100-sxm" : c.hardware;
+  const GpuSpec gpu =
+      load_gpu_file(resolve(LibraryKind::hardware, gpu_name, "command line", 0, c.phases ? "--predict" : "--hardware"));
+  std::optional<validate::TimeModelGpu> time;
+  if (c.phases) time = validate::load_time_model_gpu(gpu, library_dir() + "/measurements/gpu-microarchitecture.yaml");
   const HostSpec host = load_host_file(resolve(LibraryKind::host, c.host.empty() ? gpu.default_host : c.host,
                                                "command line", 0, "--host"));
   for (const std::string& name : c.policies)
@@ -105,12 +121,27 @@ int run_emu_traffic(const ValidateCommand& c) {
       for (const std::string& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
       throw_input_error("command line", 0, "--policy", "unknown policy '" + name + "'; known: " + known);
     }
-  const TrafficShape shape;
+  TrafficShape shape;
+  if (!c.model.empty()) {
+    const ModelConfig m = load_model_file(resolve(LibraryKind::model, c.model, "command line", 0, "--model"));
+    shape.query_heads = m.query_heads, shape.kv_heads = m.kv_heads, shape.head_dim = m.head_dim;
+    shape.model = m.name;
+  }
+  if (c.context > 0) shape.context = c.context;
   std::fprintf(stderr, "kvsim validate: running every linked phase's CUDA kernels through the emulator...\n");
-  const auto rows = phase_traffic(gpu, host, shape, c.policies);
-  const std::string text = c.format == "json" ? phase_traffic_json(rows, shape) : phase_traffic_table(rows, shape);
+  auto rows = phase_traffic(gpu, host, shape, c.policies);
+  if (time)
+    for (PhaseTrafficRow& r : rows) {
+      if (!r.linked) continue;
+      const validate::CallTime t = validate::predict_call(r.counts, *time);
+      r.predicted_s = t.seconds, r.time_bound = t.bound;
+      r.bound_s = r.model_bytes / (r.device == "gpu" ? gpu.hbm_bandwidth : gpu.h2d_pinned);
+    }
+  const std::string priced_on = time ? gpu.name : "";
+  const std::string text =
+      c.format == "json" ? phase_traffic_json(rows, shape, priced_on) : phase_traffic_table(rows, shape, priced_on);
   if (!c.report.empty()) write_file_atomic(c.report, text);
-  const std::string shown = c.report.empty() ? text : phase_traffic_table(rows, shape);
+  const std::string shown = c.report.empty() ? text : phase_traffic_table(rows, shape, priced_on);
   std::fwrite(shown.data(), 1, shown.size(), stdout);
   return 0;
 }
@@ -200,8 +231,13 @@ int run_validate_command(ValidateCommand& c, int argc, char** argv) {
   if (o.quick) o.min_seconds = 0, o.sample_seconds = 0;
 
   if (c.kernel_models) return run_kernel_model_check(c, o.command);
-  if (c.device == "emu" && !c.predict.empty()) return run_emu_predict(c, o.command);
-  if (!c.predict.empty())
+  if (c.phases && (c.device != "emu" || c.predict.empty()))
+    throw_input_error("command line", 0, "--phases", "needs --device emu --predict GPU");
+  if ((!c.model.empty() || c.context > 0) && (c.device != "emu" || (!c.predict.empty() && !c.phases)))
+    throw_input_error("command line", 0, !c.model.empty() ? "--model" : "--context",
+                      "sets the phases' shape: --device emu, alone or with --predict GPU --phases");
+  if (c.device == "emu" && !c.predict.empty() && !c.phases) return run_emu_predict(c, o.command);
+  if (!c.predict.empty() && c.device != "emu")
     throw_input_error("command line", 0, "--predict", "needs --device emu (the time model prices emulated launches)");
   if (c.device == "emu") return run_emu_traffic(c);
   validate::Ceilings ce;
