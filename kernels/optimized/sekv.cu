@@ -7,9 +7,10 @@
 // covariance in double (one thread per element), then the eigenvectors by Jacobi (jacobi_eigen.cuh) in
 // one thread; agreement with the host's Eigen solver is ~1e-13 relative, below W's float rounding (so W
 // is the same floats except for rare last-bit differences, which can move a gate by an ulp). The zoom's
-// ranking is topk.cu over the candidates' gates (the host's stable sort by decreasing gate: rank words
-// with ties by the lower span). Bound: the covariance n·d²·2 FLOPs (compute-bound, once per prefill); the
-// routing g·d·d'·2 + m·(d'·2 + 2) FLOPs and the zoom a few small launches per step: launch latency.
+// ranking is topk.cu over every span's key, the non-candidates' NaN last (the host's stable sort by
+// decreasing gate: rank words with ties by the lower span). Bound: the covariance n·d²·2 FLOPs
+// (compute-bound, once per prefill); the routing g·d·d'·2 + m·(d'·2 + 2) FLOPs and the zoom a few small
+// launches per step and one read-back: launch latency.
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -25,6 +26,7 @@ namespace check = ::kvsim::ref::KVSIM_CUDA_BACKEND::detail;
 namespace hd = ::kvsim::ref::hd;
 constexpr int kThreads = 256;
 constexpr int kMaxDim = 256;  // the eigen solver's order array lives in registers/local memory
+constexpr int kBudgetThreads = 1024;
 
 __global__ void __launch_bounds__(kThreads) column_mean_kernel(PcaParams p) {
   const int c = int(int64_t(blockIdx.x) * blockDim.x + threadIdx.x);
@@ -133,18 +135,54 @@ __global__ void __launch_bounds__(kThreads) zoom_candidates_kernel(ZoomParams p)
   if (cand) atomicAdd(&p.count[0], 1);
 }
 
-// One thread: the ranked candidates while they fit (the first misfit ends the expansion).
-__global__ void zoom_budget_kernel(ZoomParams p, int64_t candidates) {
-  double used = 0;
-  int z = 0;
-  for (int64_t j = 0; j < candidates; ++j) {
-    const int32_t s = p.ranked[j];
-    if (used + p.span_len[s] > p.room + 1e-9) break;
-    used += p.span_len[s];
-    p.zoomed[z++] = s;
+// The ranked candidates while they fit: the first misfit ends the expansion, so the zoomed spans are the
+// longest prefix of the ranking (count[0] candidates, read here: the host never waits for it) whose
+// lengths sum to at most room. Span lengths are integers, so their running sum is exact in any order
+// (int64 here, the host's double holds it exactly): each thread sums a contiguous chunk of the ranking, a
+// shuffle scan gives each chunk's offset, the first running sum above room is the cut (atomicMin over the
+// chunks that hold a misfit), and the block copies the prefix. One block of kBudgetThreads; was one
+// thread walking the ranking, a chain of two dependent loads per candidate.
+__global__ void __launch_bounds__(kBudgetThreads) zoom_budget_kernel(ZoomParams p) {
+  __shared__ long long warp_total[kBudgetThreads / 32];
+  __shared__ long long cut;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t candidates = p.count[0];
+  const int64_t per = (candidates + blockDim.x - 1) / blockDim.x;
+  const int64_t j0 = tid * per < candidates ? tid * per : candidates;
+  const int64_t j1 = j0 + per < candidates ? j0 + per : candidates;
+  long long own = 0;
+  for (int64_t j = j0; j < j1; ++j) own += p.span_len[p.ranked[j]];
+  long long incl = own;
+  for (int off = 1; off < 32; off <<= 1) {
+    const long long v = __shfl_up_sync(0xffffffffu, incl, off);
+    if (lane >= off) incl += v;
   }
-  p.count[1] = z;
-  *p.used = used;
+  if (lane == 31) warp_total[warp] = incl;
+  if (tid == 0) cut = candidates;
+  __syncthreads();
+  long long run = incl - own, total = 0;
+  for (int w = 0; w < int(blockDim.x >> 5); ++w) {
+    if (w < warp) run += warp_total[w];
+    total += warp_total[w];
+  }
+  int64_t misfit = -1;
+  for (int64_t j = j0; j < j1; ++j) {
+    const long long next = run + p.span_len[p.ranked[j]];
+    if (double(next) > p.room + 1e-9) {
+      misfit = j;
+      atomicMin(&cut, (long long)j);
+      break;
+    }
+    run = next;
+  }
+  __syncthreads();
+  const int64_t z = cut;
+  for (int64_t j = tid; j < z; j += blockDim.x) p.zoomed[j] = p.ranked[j];
+  if (misfit >= 0 && misfit == z) *p.used = double(run);  // the sum before the first misfit
+  if (tid == 0) {
+    p.count[1] = int32_t(z);
+    if (z == candidates) *p.used = double(total);  // every candidate fits
+  }
 }
 }  // namespace
 
@@ -199,15 +237,13 @@ int64_t sekv_zoom(const ZoomParams& p) {
   check::check(cudaMemsetAsync(p.count, 0, 2 * sizeof(int32_t)), "opt::sekv_zoom (count)");
   KVSIM_LAUNCH(zoom_candidates_kernel, check::blocks_for(p.spans, kThreads), kThreads)(p);
   check::check_launch("opt::sekv_zoom (candidates)");
-  int32_t cand = 0;
-  check::check(cudaMemcpy(&cand, p.count, sizeof cand, cudaMemcpyDeviceToHost), "opt::sekv_zoom (candidates)");
-  if (cand > 0) {
-    TopkParams t;
-    t.scores = p.keys, t.out = p.ranked, t.rows = 1, t.n = p.spans, t.k = cand, t.rank_order = true;
-    t.workspace = p.workspace;
-    topk(t);
-  }
-  KVSIM_LAUNCH(zoom_budget_kernel, 1, 1)(p, int64_t(cand));
+  // Every span ranked (the non-candidates' NaN keys last), so the host need not read the candidates'
+  // count before choosing k: the first count[0] ranks are exactly topk(keys, count[0]).
+  TopkParams t;
+  t.scores = p.keys, t.out = p.ranked, t.rows = 1, t.n = p.spans, t.k = p.spans, t.rank_order = true;
+  t.workspace = p.workspace;
+  topk(t);
+  KVSIM_LAUNCH(zoom_budget_kernel, 1, kBudgetThreads)(p);
   check::check_launch("opt::sekv_zoom (budget)");
   int32_t counts[2] = {0, 0};
   check::check(cudaMemcpy(counts, p.count, sizeof counts, cudaMemcpyDeviceToHost), "opt::sekv_zoom (zoomed)");
