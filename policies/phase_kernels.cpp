@@ -127,13 +127,13 @@ void page_bound(int64_t pages, int dim, int heads) {
   O::quest_page_bound(p);
 }
 
-void page_select(int64_t pages, int64_t k) {
+void page_select(int64_t pages, int64_t k, int rows) {
   Setup setup;
   k = std::clamp<int64_t>(k, 1, pages);
-  auto bound = random_buffer(size_t(pages), 24);
-  Buf<int32_t> out{size_t(k)};
+  auto bound = random_buffer(size_t(rows) * size_t(pages), 24);
+  Buf<int32_t> out{size_t(rows) * size_t(k)};
   opt::PageSelectParams p;
-  p.bound = bound.get(), p.pages = pages, p.k = k, p.out = out.get();
+  p.bound = bound.get(), p.pages = pages, p.k = k, p.rows = rows, p.out = out.get();
   Buf<unsigned long long> ws{size_t(std::max<int64_t>(1, O::quest_select_workspace_words(p)))};
   p.workspace = ws.get();
   setup.done();

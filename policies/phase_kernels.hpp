@@ -56,9 +56,9 @@ void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, in
 void score_gemm(int queries, int64_t vectors, int dim);
 // Quest's page bound (opt::quest_page_bound): the `heads` queries of one KV head's group against the
 // min and max key of `pages` pages; and its page select (opt::quest_select_pages: the last page and the
-// best k - 1 others, ascending).
+// best k - 1 others, ascending; `rows` selections in one call).
 void page_bound(int64_t pages, int dim, int heads = 1);
-void page_select(int64_t pages, int64_t k);
+void page_select(int64_t pages, int64_t k, int rows = 1);
 // SEKV's routing of `rows` query rows of `dim` through a [dim, d_proj] projection against `spans`
 // span summaries (opt::sekv_routing), and its zoom over `spans` gates (opt::sekv_zoom).
 void sekv_route(int rows, int dim, int d_proj, int64_t spans);

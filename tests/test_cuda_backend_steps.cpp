@@ -217,6 +217,25 @@ TEST_F(CudaBackendSteps, QuestPagesBoundsAndSelection) {
     EXPECT_EQ(dev().quest_select_pages({.bound = ba.data(), .pages = pages, .k = k}),
               host().quest_select_pages({.bound = ba.data(), .pages = pages, .k = k}))
         << k;
+  // Several rows in one call (a layer's KV heads): row by row the same pages as one call per row, at a
+  // length that splits each row over blocks (the bound rows are pages long; the last page is never a
+  // candidate, so each row's scores sit inside the longer bound row).
+  const int rows = 3;
+  const int64_t many = 9001;
+  std::mt19937 rng(5);
+  Vec rb(static_cast<size_t>(rows * many));
+  for (auto& x : rb) x = float(int(rng() % 300));  // ties
+  rb[17] = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t k : {int64_t(1), int64_t(2), int64_t(500), many}) {
+    const Ids all = dev().quest_select_pages({.bound = rb.data(), .pages = many, .k = k, .rows = rows});
+    Ids want;
+    for (int r = 0; r < rows; ++r) {
+      const Ids one = host().quest_select_pages({.bound = rb.data() + r * many, .pages = many, .k = k});
+      want.insert(want.end(), one.begin(), one.end());
+    }
+    EXPECT_EQ(all, want) << k;
+    EXPECT_EQ(host().quest_select_pages({.bound = rb.data(), .pages = many, .k = k, .rows = rows}), want) << k;
+  }
 }
 
 // A KV head's whole group in one call (each page's min/max read once): the largest of the heads' bounds,

@@ -114,9 +114,10 @@ void group_page_bound(const PageBoundParams& p, BoundOne&& bound_one) {
     for (int64_t i = 0; i < p.pages; ++i) p.bound[i] = p.bound[i] < one[size_t(i)] ? one[size_t(i)] : p.bound[i];
   }
 }
-struct PageSelectParams {  // ref::quest_select_pages (the last page always kept)
-  const float* bound = nullptr;
+struct PageSelectParams {  // ref::quest_select_pages (the last page always kept), for each of `rows`
+  const float* bound = nullptr;  // [rows, pages]
   int64_t pages = 0, k = 0;
+  int rows = 1;  // independent selections in one call: the result is rows x min(k, pages) ids, row by row
 };
 struct GatherAttentionParams {  // ref::gqa_gather_attention
   const float* queries = nullptr;  // [rows, d]: the query heads of one GQA group

@@ -31,7 +31,12 @@ void HostBackend::do_quest_page_bound(const PageBoundParams& p) const {
   });
 }
 std::vector<int32_t> HostBackend::do_quest_select_pages(const PageSelectParams& p) const {
-  return ref::quest_select_pages(p.bound, p.pages, p.k);
+  std::vector<int32_t> all;
+  for (int r = 0; r < p.rows; ++r) {
+    const auto row = ref::quest_select_pages(p.bound + int64_t(r) * p.pages, p.pages, p.k);
+    all.insert(all.end(), row.begin(), row.end());
+  }
+  return all;
 }
 void HostBackend::do_gather_attention(const GatherAttentionParams& p) const {
   ref::gqa_gather_attention(p.queries, p.rows, p.keys, p.values, p.resident_rows, p.d, p.idx, p.m, p.scale, p.out,

@@ -92,12 +92,16 @@ void HostOptimizedBackend::do_quest_page_bound(const PageBoundParams& p) const {
 std::vector<int32_t> HostOptimizedBackend::do_quest_select_pages(const PageSelectParams& p) const {
   // ref::quest_select_pages with the optimized top-k: the last page, then the best k - 1 of the others.
   if (p.pages <= 0 || p.k <= 0) return {};
-  std::vector<int32_t> kept = {int32_t(p.pages - 1)};
+  std::vector<int32_t> all;
   const int64_t others = std::min(p.k - 1, p.pages - 1);
-  kept.resize(size_t(1 + others));
-  host::topk_indices(p.bound, p.pages - 1, others, kept.data() + 1);
-  std::sort(kept.begin(), kept.end());
-  return kept;
+  for (int r = 0; r < p.rows; ++r) {
+    std::vector<int32_t> kept = {int32_t(p.pages - 1)};
+    kept.resize(size_t(1 + others));
+    host::topk_indices(p.bound + int64_t(r) * p.pages, p.pages - 1, others, kept.data() + 1);
+    std::sort(kept.begin(), kept.end());
+    all.insert(all.end(), kept.begin(), kept.end());
+  }
+  return all;
 }
 void HostOptimizedBackend::do_gather_attention(const GatherAttentionParams& p) const {
   host::attend_rows({.queries = p.queries, .rows = p.rows, .keys = p.keys, .values = p.values, .idx = p.idx,

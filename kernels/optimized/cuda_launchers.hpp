@@ -65,7 +65,7 @@ void chunk_sum(const float* scores, int64_t n, int chunk, float* out);
 void quest_page_minmax(const PageMinmaxParams& p);
 void quest_page_bound(const PageBoundParams& p);
 int64_t quest_select_workspace_words(const PageSelectParams& p);  // words of p.workspace (0: none)
-int64_t quest_select_pages(const PageSelectParams& p);  // returns the count
+int64_t quest_select_pages(const PageSelectParams& p);  // returns the count per row
 // chess_levels.cu
 ::kvsim::ref::KVSIM_CUDA_LAUNCHERS_NS::LevelCounts chess_levels(const ChessLevelsParams& p);
 // entry_attention.cu

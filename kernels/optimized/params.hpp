@@ -40,8 +40,10 @@ struct PagedDecodeParams {
 // first, ties by the lower index, NaN last, -0 = +0).
 struct TopkParams {
   const float* scores = nullptr;  // [rows, n]
-  int32_t* out = nullptr;         // [rows, min(k, n)]
+  int32_t* out = nullptr;         // [rows, out_stride]: each row's min(k, n) ids first
   int rows = 0;
+  int64_t out_stride = 0;     // ids between two rows' outputs (0: min(k, n), rows back to back)
+  int64_t scores_stride = 0;  // scores between two rows' starts (0: n); a row may sit in a longer one
   int64_t n = 0, k = 0;
   bool rank_order = true;  // true: best first (topk); false: ascending index (quantile_select's kept set)
   // Optional candidate filter (CHESS's survivors of a level): element i competes only when

@@ -55,7 +55,11 @@ __global__ void __launch_bounds__(kThreads) page_bound_kernel(PageBoundParams p)
   p.bound[pg] = best;
 }
 
-__global__ void last_page_kernel(int32_t* out, int64_t at, int32_t page) { out[at] = page; }
+// Each row's last page after its others (row r's ids start at r * stride).
+__global__ void last_page_kernel(int32_t* out, int64_t stride, int64_t at, int32_t page, int rows) {
+  const int r = int(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r < rows) out[r * stride + at] = page;
+}
 }  // namespace
 
 void quest_page_minmax(const PageMinmaxParams& p) {
@@ -63,37 +67,41 @@ void quest_page_minmax(const PageMinmaxParams& p) {
   if (p.n <= 0 || p.d <= 0) return;
   const int64_t pages = (p.n + p.page_size - 1) / p.page_size;
   KVSIM_LAUNCH(page_minmax_kernel, check::blocks_for(pages * p.d, kThreads), kThreads)(p, pages);
-  check::check_launch("opt::quest_page_minmax");
+  check::check(cudaGetLastError(), "opt::quest_page_minmax");
 }
 
 void quest_page_bound(const PageBoundParams& p) {
   if (p.heads < 1) throw std::runtime_error("opt::quest_page_bound: heads < 1");
   if (p.pages <= 0) return;
   KVSIM_LAUNCH(page_bound_kernel, check::blocks_for(p.pages, kThreads), kThreads)(p);
-  check::check_launch("opt::quest_page_bound");
+  check::check(cudaGetLastError(), "opt::quest_page_bound");
 }
 
 namespace {
 // The index-order top-k of the pages before the last.
 TopkParams others_topk(const PageSelectParams& p) {
   TopkParams t;
-  t.scores = p.bound, t.out = p.out, t.rows = 1, t.n = p.pages - 1, t.rank_order = false, t.workspace = p.workspace;
+  t.scores = p.bound, t.out = p.out, t.rows = p.rows, t.n = p.pages - 1, t.rank_order = false, t.workspace = p.workspace;
   t.k = p.k - 1 < p.pages - 1 ? p.k - 1 : p.pages - 1;
+  t.scores_stride = p.pages;  // each row's bound holds every page; the last is never a candidate
+  t.out_stride = t.k + 1;     // room for the last page after each row's others
   return t;
 }
 }  // namespace
 
 int64_t quest_select_workspace_words(const PageSelectParams& p) {
-  return p.pages <= 0 || p.k <= 0 ? 0 : topk_workspace_words(others_topk(p));
+  return p.pages <= 0 || p.k <= 0 ? 0 : int64_t(p.rows) * topk_workspace_words(others_topk(p));
 }
 
 int64_t quest_select_pages(const PageSelectParams& p) {
+  if (p.rows < 1) throw std::runtime_error("opt::quest_select_pages: rows " + std::to_string(p.rows) + " < 1");
   if (p.pages <= 0 || p.k <= 0) return 0;
   const TopkParams t = others_topk(p);
   const int64_t others = t.k;
   if (others > 0) topk(t);  // ascending page ids
-  KVSIM_LAUNCH(last_page_kernel, 1, 1)(p.out, others, int32_t(p.pages - 1));
-  check::check_launch("opt::quest_select_pages (last page)");
+  KVSIM_LAUNCH(last_page_kernel, check::blocks_for(p.rows, kThreads), kThreads)(p.out, others + 1, others,
+                                                                              int32_t(p.pages - 1), p.rows);
+  check::check(cudaGetLastError(), "opt::quest_select_pages (last page)");
   return others + 1;
 }
 

@@ -84,10 +84,11 @@ struct PageBoundParams {
   float* bound = nullptr;  // [pages]: the largest of the heads' bounds (std::max from -inf, head order)
 };
 struct PageSelectParams {  // the last page always, and the best k - 1 of the others; ascending
-  const float* bound = nullptr;  // [pages]
+  const float* bound = nullptr;  // [rows, pages]
   int64_t pages = 0, k = 0;
-  int32_t* out = nullptr;  // [min(k, pages)]
-  unsigned long long* workspace = nullptr;  // [quest_select_workspace_words(*this)] when that is > 0
+  int rows = 1;            // independent selections (e.g. every KV head of a layer), one call
+  int32_t* out = nullptr;  // [rows, min(k, pages)]
+  unsigned long long* workspace = nullptr;  // [quest_select_workspace_words(*this)] (all rows) when > 0
 };
 
 // ---- chess_levels.cu: the hierarchical select over given level scores (survivors scope) ----

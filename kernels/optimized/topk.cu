@@ -46,11 +46,19 @@ __device__ __forceinline__ Word word_at(const TopkParams& p, const float* s, int
   return ::kvsim::ref::hd::rank_word(v, int32_t(i));
 }
 
+// Row `row`'s scores and output: scores_stride and out_stride apart (0: n and k, rows back to back).
+__device__ __forceinline__ const float* scores_row(const TopkParams& p, int64_t row) {
+  return p.scores + row * (p.scores_stride > 0 ? p.scores_stride : p.n);
+}
+__device__ __forceinline__ int32_t* out_row(const TopkParams& p, int64_t row, int64_t k) {
+  return p.out + row * (p.out_stride > 0 ? p.out_stride : k);
+}
+
 __global__ void __launch_bounds__(kThreads) topk_kernel(TopkParams p, int64_t k, int64_t cap) {
   __shared__ bs::Shared sh;
   __shared__ int32_t tile_ids[2 * kThreads];  // index order: kept ids staged for whole-block stores
   const int tid = threadIdx.x;
-  const float* s = p.scores + int64_t(blockIdx.x) * p.n;
+  const float* s = scores_row(p, blockIdx.x);
   const int64_t n = p.n, i0 = bs::aligned_start(s, sizeof(float));
   const auto at = [&](int64_t i) { return word_at(p, s, i); };
 
@@ -61,7 +69,7 @@ __global__ void __launch_bounds__(kThreads) topk_kernel(TopkParams p, int64_t k,
   // 2. Compaction in index order: the ids to out (index order) through a staging buffer, stored a whole
   //    block at a time; or the words to the sort buffer in shared memory (rank order; k <= n <= 4096).
   KVSIM_DYNAMIC_SHARED(Word, words);
-  int32_t* out = p.out + int64_t(blockIdx.x) * k;
+  int32_t* out = out_row(p, blockIdx.x, k);
   if (p.rank_order)
     bs::compact_in_order(sh, i0, n, at, prefix, mask,
                          [&](int64_t base, int64_t in_tile, int64_t, Word w) { words[base + in_tile] = w; },
@@ -103,7 +111,7 @@ struct Slice {
 };
 __device__ __forceinline__ Slice slice_of(const TopkParams& p, const GridArgs& g) {
   const int64_t lo = int64_t(blockIdx.x) * g.slice, hi = lo + g.slice < p.n ? lo + g.slice : p.n;
-  return {int64_t(blockIdx.y), lo, hi, p.scores + int64_t(blockIdx.y) * p.n};
+  return {int64_t(blockIdx.y), lo, hi, scores_row(p, blockIdx.y)};
 }
 
 // One radix pass over every slice of every row (grid_select.cuh).
@@ -217,7 +225,7 @@ __global__ void __launch_bounds__(gs::kThreads) write_kept_kernel(TopkParams p, 
         [&](int64_t, int64_t tile) { words.tile_done(tile); });
     words.finish();
   } else {
-    bs::IdStager ids{staged.ids, p.out + sl.row * g.k + offset};
+    bs::IdStager ids{staged.ids, out_row(p, sl.row, g.k) + offset};
     gs::compact_with_ties(
         warp_keep, warp_tie, i0, n, at, kb.prefix, kb.mask, ties_before, kb.need,
         [&](int64_t, int64_t in_tile, int64_t i, Word) { ids.put(in_tile, int32_t(sl.lo + i)); },
@@ -240,7 +248,7 @@ __global__ void __launch_bounds__(kSortThreads) sort_tiles_kernel(TopkParams p, 
   bs::bitonic_steps(tile, cap, 0, 2, cap, 1);
   const bool only = g.k <= gs::kTile;
   for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-    if (only) p.out[row * g.k + t0 + j] = int32_t(unsigned(tile[j]));
+    if (only) out_row(p, row, g.k)[t0 + j] = int32_t(unsigned(tile[j]));
     else g.buf_b[row * g.k + t0 + j] = tile[j];
   }
 }
@@ -276,7 +284,7 @@ __global__ void __launch_bounds__(gs::kThreads) merge_kernel(TopkParams p, GridA
   }
   __syncthreads();
   for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-    if (final_round) p.out[row * g.k + j0 + j] = int32_t(unsigned(out[j]));
+    if (final_round) out_row(p, row, g.k)[j0 + j] = int32_t(unsigned(out[j]));
     else dst[row * g.k + j0 + j] = out[j];
   }
 }
@@ -360,6 +368,10 @@ void grid_topk(const TopkParams& p, const GridPlan& plan) {
 int64_t topk(const TopkParams& p) {
   if (p.n < 0 || p.rows < 0 || p.n > INT32_MAX) throw std::runtime_error("opt::topk: n outside [0, 2^31)");
   if (p.parent_kept && p.group_size <= 0) throw std::runtime_error("opt::topk: group_size <= 0");
+  if (p.out_stride < 0 || (p.out_stride > 0 && p.out_stride < (p.k < p.n ? p.k : p.n)))
+    throw std::runtime_error("opt::topk: out_stride " + std::to_string(p.out_stride) + " below a row's ids");
+  if (p.scores_stride < 0 || (p.scores_stride > 0 && p.scores_stride < p.n))
+    throw std::runtime_error("opt::topk: scores_stride " + std::to_string(p.scores_stride) + " below n");
   const GridPlan plan = grid_plan(p);
   const int64_t k = plan.k;
   if (k == 0 || p.rows == 0) return k;

@@ -26,15 +26,14 @@ PhaseKernelLinks phase_kernels() {
   links.push_back(bound);
   PhaseKernelLink top;
   top.phase = "topk_pages";
-  top.kernels = "opt::quest_select_pages (per query head: opt::topk ascending + the last page)";
+  top.kernels = "opt::quest_select_pages (every query head in one call: opt::topk ascending + the last page)";
   top.low = 0.45;
   top.why = "blocks::select charges two reads of the scores (a radix select's passes); the kernel's later passes "
             "re-read its row from L2 / shared memory, so DRAM sees one read and the chosen ids";
   top.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase&) {
     const Params p = param_table().read(v);
     const double P = pages(v, s);
-    for (int h = 0; h < int(d.hq); ++h)
-      kernel_blocks::page_select(int64_t(P), int64_t(std::min(P, std::ceil(p.budget_tokens / p.page_size))));
+    kernel_blocks::page_select(int64_t(P), int64_t(std::min(P, std::ceil(p.budget_tokens / p.page_size))), int(d.hq));
   };
   links.push_back(top);
   links.push_back(attention_link("sparse_attention", [](const ParamValues& v) { return int(param_table().read(v).page_size); }, true));

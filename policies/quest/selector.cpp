@@ -44,13 +44,16 @@ class QuestSelector final : public KernelSelector {
     const int64_t k = std::min<int64_t>(pages, (budget_ + page_ - 1) / page_);
     const int64_t last = pages - 1, last_len = n - last * page_;
     ++steps_;
-    for (int l = 0; l < t.layers; ++l)
+    for (int l = 0; l < t.layers; ++l) {
+      if (k >= pages) {
+        for (int h = 0; h < t.kv_heads; ++h)
+          for (int64_t i = 0; i < n; ++i) out[size_t(l) * t.kv_heads + h].tokens.push_back(int32_t(i));
+        continue;
+      }
+      // Every KV head's bound row, then one select call for the layer (rows = KV heads: one launch
+      // sequence for all of them on a GPU, where a call per head paid its launches per head).
+      score_.resize(size_t(t.kv_heads) * size_t(pages));
       for (int h = 0; h < t.kv_heads; ++h) {
-        HeadSelection& sel = out[size_t(l) * t.kv_heads + h];
-        if (k >= pages) {
-          for (int64_t i = 0; i < n; ++i) sel.tokens.push_back(int32_t(i));
-          continue;
-        }
         const auto& mm = minmax_[size_t(l) * t.kv_heads + h];
         kmin_.assign(mm.begin(), mm.begin() + pages * t.d);
         kmax_.assign(mm.begin() + all_pages * t.d, mm.begin() + (all_pages + pages) * t.d);
@@ -62,17 +65,22 @@ class QuestSelector final : public KernelSelector {
         const auto& group = t.group_of[size_t(h)];
         qg_.resize(group.size() * size_t(t.d));
         for (size_t g = 0; g < group.size(); ++g) std::copy_n(t.q(l, group[g], s), t.d, qg_.begin() + long(g * size_t(t.d)));
-        score_.resize(size_t(pages));
         kernels().quest_page_bound({.q = qg_.data(), .kmin = kmin_.data(), .kmax = kmax_.data(), .pages = pages,
-                                    .d = t.d, .heads = int(group.size()), .bound = score_.data()});
-        const std::vector<int32_t> chosen = kernels().quest_select_pages({.bound = score_.data(), .pages = pages, .k = k});
-        for (int32_t pg : chosen) {
-          const int64_t a = int64_t(pg) * page_, b = std::min<int64_t>(n, a + page_);
+                                    .d = t.d, .heads = int(group.size()), .bound = score_.data() + h * pages});
+      }
+      const std::vector<int32_t> chosen =
+          kernels().quest_select_pages({.bound = score_.data(), .pages = pages, .k = k, .rows = t.kv_heads});
+      const size_t per = chosen.size() / size_t(t.kv_heads);  // min(k, pages) = k here
+      for (int h = 0; h < t.kv_heads; ++h) {
+        HeadSelection& sel = out[size_t(l) * t.kv_heads + h];
+        for (size_t j = size_t(h) * per; j < size_t(h + 1) * per; ++j) {
+          const int64_t a = int64_t(chosen[j]) * page_, b = std::min<int64_t>(n, a + page_);
           for (int64_t i = a; i < b; ++i) sel.tokens.push_back(int32_t(i));
         }
-        pages_chosen_ += double(chosen.size());
+        pages_chosen_ += double(per);
         ++heads_;
       }
+    }
   }
 
   std::map<std::string, Statistic> statistics() const override {
