@@ -54,11 +54,11 @@ __global__ void __launch_bounds__(kThreads) map_ids_kernel(const int32_t* recall
 
 void softmax_then_max(float* S, int64_t rows, int64_t groups, int64_t n, float* A) {
   KVSIM_LAUNCH(softmax_rows_kernel, check::blocks_for(rows, kThreads), kThreads)(S, rows, n);
-  check::check_launch("opt::ctkvr (softmax)");
+  check::check(cudaGetLastError(), "opt::ctkvr (softmax)");
   // rows = groups · (rows / groups): row (g, c) at g·(rows/groups)·n + c·n, so per column of the
   // [groups, (rows/groups)·n] view the max over groups is the host's max over the group.
   KVSIM_LAUNCH(max_rows_kernel, check::blocks_for(rows / groups * n, kThreads), kThreads)(S, groups, rows / groups * n, A);
-  check::check_launch("opt::ctkvr (max over the group)");
+  check::check(cudaGetLastError(), "opt::ctkvr (max over the group)");
 }
 }  // namespace
 
@@ -85,7 +85,7 @@ int64_t ctkvr_rerank(const RerankParams& p) {
   if (kk == 0 || p.groups <= 0) return kk;
   if (!p.rows || !p.scores || !p.max_scores || !p.positions) throw std::runtime_error("opt::ctkvr_rerank: scratch missing");
   KVSIM_LAUNCH(gather_rows_kernel, check::blocks_for(p.m * p.d, kThreads), kThreads)(p.keys, p.recalled, p.m, p.d, p.rows);
-  check::check_launch("opt::ctkvr_rerank (gather)");
+  check::check(cudaGetLastError(), "opt::ctkvr_rerank (gather)");
   ExactScoreParams s;
   s.Q = p.q, s.m = p.groups, s.M = p.rows, s.n = p.m, s.d = p.d, s.scale = p.scale, s.S = p.scores;
   exact_scores(s);
@@ -95,7 +95,7 @@ int64_t ctkvr_rerank(const RerankParams& p) {
   t.workspace = p.workspace;
   topk(t);
   KVSIM_LAUNCH(map_ids_kernel, check::blocks_for(kk, kThreads), kThreads)(p.recalled, p.positions, kk, p.out);
-  check::check_launch("opt::ctkvr_rerank (ids)");
+  check::check(cudaGetLastError(), "opt::ctkvr_rerank (ids)");
   return kk;
 }
 

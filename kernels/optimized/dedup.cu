@@ -81,7 +81,7 @@ int64_t dedup_id_bound(const DedupParams& p) {
   const int32_t init[2] = {INT_MAX, INT_MIN};
   check::check(cudaMemcpy(p.scratch, init, sizeof init, cudaMemcpyHostToDevice), "opt::dedup_id_bound (init)");
   KVSIM_LAUNCH(id_range_kernel, check::blocks_for(p.n, kThreads), kThreads)(p.ids, p.n, p.scratch);
-  check::check_launch("opt::dedup_id_bound");
+  check::check(cudaGetLastError(), "opt::dedup_id_bound");
   int32_t mm[2];
   check::check(cudaMemcpy(mm, p.scratch, sizeof mm, cudaMemcpyDeviceToHost), "opt::dedup_id_bound (read back)");
   if (mm[0] < 0) throw std::runtime_error("opt::dedup: negative id " + std::to_string(mm[0]));
@@ -106,9 +106,9 @@ int64_t dedup(const DedupParams& p) {
   const int64_t marks = p.n + r[0] + r[1];
   if (marks == 0) return 0;
   KVSIM_LAUNCH(bitmap_mark_kernel, check::blocks_for(marks, kThreads), kThreads)(q, r[0], r[1]);
-  check::check_launch("opt::dedup (mark)");
+  check::check(cudaGetLastError(), "opt::dedup (mark)");
   KVSIM_LAUNCH(bitmap_compact_kernel, 1, kThreads)(p.bitmap, words, p.out, p.scratch);
-  check::check_launch("opt::dedup (compact)");
+  check::check(cudaGetLastError(), "opt::dedup (compact)");
   int32_t count = 0;
   check::check(cudaMemcpy(&count, p.scratch, sizeof count, cudaMemcpyDeviceToHost), "opt::dedup (count)");
   return count;

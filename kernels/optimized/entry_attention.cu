@@ -74,14 +74,14 @@ void biased_attention(const BiasedAttentionParams& p) {
     throw std::runtime_error("opt::biased_attention: d " + std::to_string(p.d) + " above 256");
   if (p.rows == 0) return;
   KVSIM_LAUNCH(biased_attention_kernel, check::blocks_for(int64_t(p.rows) * 32, kThreads), kThreads)(p);
-  check::check_launch("opt::biased_attention");
+  check::check(cudaGetLastError(), "opt::biased_attention");
 }
 
 void merge_state(const MergeStateParams& p) {
   const int64_t total = int64_t(p.rows) * p.d;
   if (total <= 0) return;
   KVSIM_LAUNCH(merge_state_kernel, check::blocks_for(total, kThreads), kThreads)(p);
-  check::check_launch("opt::merge_state");
+  check::check(cudaGetLastError(), "opt::merge_state");
 }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

@@ -36,7 +36,7 @@ void exact_scores(const ExactScoreParams& p) {
   if (p.m < 0 || p.n < 0 || p.d < 0) throw std::runtime_error("opt::exact_scores: negative size");
   if (p.m * p.n == 0) return;
   KVSIM_LAUNCH(exact_scores_kernel, check::blocks_for(p.m * p.n, kThreads), kThreads)(p);
-  check::check_launch("opt::exact_scores");
+  check::check(cudaGetLastError(), "opt::exact_scores");
 }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

@@ -43,7 +43,7 @@ void segment_mean(const SegmentMeanParams& p) {
   if (p.n < 0 || p.d < 0 || p.segments < 0) throw std::runtime_error("opt::segment_mean: negative size");
   if (p.segments * p.d == 0) return;
   KVSIM_LAUNCH(segment_mean_kernel, check::blocks_for(p.segments * p.d, kThreads), kThreads)(p);
-  check::check_launch("opt::segment_mean");
+  check::check(cudaGetLastError(), "opt::segment_mean");
 }
 
 void page_mean(const PageMeanParams& p) {
@@ -53,7 +53,7 @@ void page_mean(const PageMeanParams& p) {
   const int64_t total = pages * p.sources * p.d;
   if (total == 0) return;
   KVSIM_LAUNCH(page_mean_kernel, check::blocks_for(total, kThreads), kThreads)(p, pages);
-  check::check_launch("opt::page_mean");
+  check::check(cudaGetLastError(), "opt::page_mean");
 }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

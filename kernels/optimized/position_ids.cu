@@ -26,7 +26,7 @@ int64_t position_ids(const PositionIdsParams& p) {
   const int64_t total = sink_end + (p.n - recent_begin);
   if (total == 0) return 0;
   KVSIM_LAUNCH(position_ids_kernel, check::blocks_for(total, kThreads), kThreads)(sink_end, recent_begin, total, p.out);
-  check::check_launch("opt::position_ids");
+  check::check(cudaGetLastError(), "opt::position_ids");
   return total;
 }
 

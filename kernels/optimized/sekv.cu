@@ -193,20 +193,20 @@ void pca_projection(const PcaParams& p) {
   if (p.d_proj < 0 || p.d_proj > p.d) fail("d_proj outside [0, d]");
   if (!p.mean || !p.cov || !p.vecs) fail("scratch missing");
   KVSIM_LAUNCH(column_mean_kernel, check::blocks_for(p.d, kThreads), kThreads)(p);
-  check::check_launch("opt::pca_projection (means)");
+  check::check(cudaGetLastError(), "opt::pca_projection (means)");
   KVSIM_LAUNCH(covariance_kernel, check::blocks_for(int64_t(p.d) * p.d, kThreads), kThreads)(p);
-  check::check_launch("opt::pca_projection (covariance)");
+  check::check(cudaGetLastError(), "opt::pca_projection (covariance)");
   KVSIM_LAUNCH(pca_eigen_kernel, 1, 1)(p);
-  check::check_launch("opt::pca_projection (eigenvectors)");
+  check::check(cudaGetLastError(), "opt::pca_projection (eigenvectors)");
 }
 
 void span_summaries(const SpanSummaryParams& p) {
   if (p.spans < 0 || p.d <= 0 || p.d_proj < 0) throw std::runtime_error("opt::span_summaries: bad size");
   if (p.spans == 0) return;
   KVSIM_LAUNCH(span_means_kernel, check::blocks_for(p.spans * p.d, kThreads), kThreads)(p);
-  check::check_launch("opt::span_summaries (means)");
+  check::check(cudaGetLastError(), "opt::span_summaries (means)");
   KVSIM_LAUNCH(span_summary_kernel, check::blocks_for(p.spans, kThreads), kThreads)(p);
-  check::check_launch("opt::span_summaries (projection)");
+  check::check(cudaGetLastError(), "opt::span_summaries (projection)");
 }
 
 void sekv_routing(const RoutingParams& p) {
@@ -214,11 +214,11 @@ void sekv_routing(const RoutingParams& p) {
   if (p.spans == 0) return;
   if (p.rows > 0) {
     KVSIM_LAUNCH(query_projection_kernel, check::blocks_for(int64_t(p.rows) * p.d_proj, kThreads), kThreads)(p);
-    check::check_launch("opt::sekv_routing (projection)");
+    check::check(cudaGetLastError(), "opt::sekv_routing (projection)");
   }
   const float inv_sqrt = 1.f / std::sqrt(float(p.d_proj));  // on the host, as ref::sekv_routing_scores has it
   KVSIM_LAUNCH(routing_gate_kernel, check::blocks_for(p.spans, kThreads), kThreads)(p, inv_sqrt);
-  check::check_launch("opt::sekv_routing (gates)");
+  check::check(cudaGetLastError(), "opt::sekv_routing (gates)");
 }
 
 int64_t sekv_zoom_workspace_words(int64_t spans) {
@@ -236,7 +236,7 @@ int64_t sekv_zoom(const ZoomParams& p) {
   }
   check::check(cudaMemsetAsync(p.count, 0, 2 * sizeof(int32_t)), "opt::sekv_zoom (count)");
   KVSIM_LAUNCH(zoom_candidates_kernel, check::blocks_for(p.spans, kThreads), kThreads)(p);
-  check::check_launch("opt::sekv_zoom (candidates)");
+  check::check(cudaGetLastError(), "opt::sekv_zoom (candidates)");
   // Every span ranked (the non-candidates' NaN keys last), so the host need not read the candidates'
   // count before choosing k: the first count[0] ranks are exactly topk(keys, count[0]).
   TopkParams t;
@@ -244,7 +244,7 @@ int64_t sekv_zoom(const ZoomParams& p) {
   t.workspace = p.workspace;
   topk(t);
   KVSIM_LAUNCH(zoom_budget_kernel, 1, kBudgetThreads)(p);
-  check::check_launch("opt::sekv_zoom (budget)");
+  check::check(cudaGetLastError(), "opt::sekv_zoom (budget)");
   int32_t counts[2] = {0, 0};
   check::check(cudaMemcpy(counts, p.count, sizeof counts, cudaMemcpyDeviceToHost), "opt::sekv_zoom (zoomed)");
   return counts[1];

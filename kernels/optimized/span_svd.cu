@@ -76,7 +76,7 @@ void span_svd(const SpanSvdParams& p) {
   if (k > kMaxDim) throw std::runtime_error("opt::span_svd: min(n, d) " + std::to_string(k) + " above 256");
   if (!p.sigma || !p.us || !p.vt || !p.gram || !p.vecs || !p.total) throw std::runtime_error("opt::span_svd: buffer missing");
   KVSIM_LAUNCH(span_svd_kernel, 1, 1)(p);
-  check::check_launch("opt::span_svd");
+  check::check(cudaGetLastError(), "opt::span_svd");
 }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

@@ -67,15 +67,15 @@ void obs_window_scores(const WindowScoreParams& p) {
   }
   if (!p.row_max || !p.row_inv) throw std::runtime_error("opt::obs_window_scores: row scratch missing");
   KVSIM_LAUNCH(window_row_stats_kernel, check::blocks_for(rows, kThreads), kThreads)(p);
-  check::check_launch("opt::obs_window_scores (row stats)");
+  check::check(cudaGetLastError(), "opt::obs_window_scores (row stats)");
   KVSIM_LAUNCH(window_scores_kernel, check::blocks_for(p.n - p.window, kThreads), kThreads)(p);
-  check::check_launch("opt::obs_window_scores");
+  check::check(cudaGetLastError(), "opt::obs_window_scores");
 }
 
 void pool1d(const float* in, int64_t n, int kernel, bool is_max, float* out) {
   if (n <= 0) return;
   KVSIM_LAUNCH(pool1d_kernel, check::blocks_for(n, kThreads), kThreads)(in, n, kernel, is_max, out);
-  check::check_launch("opt::pool1d");
+  check::check(cudaGetLastError(), "opt::pool1d");
 }
 
 void chunk_sum(const float* scores, int64_t n, int chunk, float* out) {
@@ -83,7 +83,7 @@ void chunk_sum(const float* scores, int64_t n, int chunk, float* out) {
   const int64_t chunks = n > 0 ? (n + chunk - 1) / chunk : 0;
   if (chunks == 0) return;
   KVSIM_LAUNCH(chunk_sum_kernel, check::blocks_for(chunks, kThreads), kThreads)(scores, n, chunk, chunks, out);
-  check::check_launch("opt::chunk_sum");
+  check::check(cudaGetLastError(), "opt::chunk_sum");
 }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND
