@@ -153,21 +153,22 @@ void sekv_route(int rows, int dim, int d_proj, int64_t spans) {
   O::sekv_routing(p);
 }
 
-void sekv_zoom(int64_t spans, double threshold) {
+void sekv_zoom(int64_t spans, double threshold, int rows) {
   Setup setup;
-  std::vector<float> g(static_cast<size_t>(spans));
+  std::vector<float> g(size_t(rows) * size_t(spans));
   std::minstd_rand rng(23);
   for (auto& x : g) x = float(rng() % 1000) / 1000.f;  // gates in [0, 1)
   std::vector<int32_t> len(static_cast<size_t>(spans), 16), end(static_cast<size_t>(spans));
   for (int64_t i = 0; i < spans; ++i) end[size_t(i)] = int32_t(16 * (i + 1));
-  Buf<float> gate(g), keys{size_t(spans)};
-  Buf<int32_t> dlen(len), dend(end), zoomed{size_t(spans)}, ranked{size_t(spans)}, count{2};
-  Buf<double> used{1};
+  Buf<float> gate(g), keys{size_t(rows) * size_t(spans)};
+  Buf<int32_t> dlen(len), dend(end), zoomed{size_t(rows) * size_t(spans)}, ranked{size_t(rows) * size_t(spans)},
+      count{2 * size_t(rows)};
+  Buf<double> used{size_t(rows)};
   opt::ZoomParams p;
-  p.gate = gate.get(), p.span_len = dlen.get(), p.span_end = dend.get(), p.spans = spans;
+  p.gate = gate.get(), p.span_len = dlen.get(), p.span_end = dend.get(), p.spans = spans, p.rows = rows;
   p.position = 16 * spans, p.threshold = threshold, p.room = 1e18;
   p.zoomed = zoomed.get(), p.keys = keys.get(), p.ranked = ranked.get(), p.count = count.get(), p.used = used.get();
-  Buf<unsigned long long> ws{size_t(std::max<int64_t>(1, O::sekv_zoom_workspace_words(spans)))};
+  Buf<unsigned long long> ws{size_t(std::max<int64_t>(1, O::sekv_zoom_workspace_words(spans, rows)))};
   p.workspace = ws.get();
   setup.done();
   O::sekv_zoom(p);

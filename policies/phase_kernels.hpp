@@ -62,7 +62,7 @@ void page_select(int64_t pages, int64_t k, int rows = 1);
 // SEKV's routing of `rows` query rows of `dim` through a [dim, d_proj] projection against `spans`
 // span summaries (opt::sekv_routing), and its zoom over `spans` gates (opt::sekv_zoom).
 void sekv_route(int rows, int dim, int d_proj, int64_t spans);
-void sekv_zoom(int64_t spans, double threshold);
+void sekv_zoom(int64_t spans, double threshold, int rows = 1);
 // Merge of two softmax states of `rows` rows of `dim` (the reference twin), in place into the first.
 void merge_states(int rows, int dim);
 // Mean of each of `segments` segments of `rows_per_segment` rows of `dim` (the reference twin).

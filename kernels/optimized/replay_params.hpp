@@ -183,17 +183,18 @@ struct RoutingParams {
   float* q_proj = nullptr;  // [rows, d_proj] scratch
   float* best = nullptr;    // [spans]
 };
-struct ZoomParams {
-  const float* gate = nullptr;  // [spans]
+struct ZoomParams {  // `rows` independent zooms over the same spans (e.g. every query head), one call
+  const float* gate = nullptr;  // [rows, spans]
   const int32_t *span_len = nullptr, *span_end = nullptr;  // [spans]
   int64_t spans = 0, position = 0;
   double threshold = 0, room = 0;
-  int32_t* zoomed = nullptr;   // [spans] out: zoomed span ids in rank order
-  float* keys = nullptr;       // [spans] scratch: the candidates' gates, NaN elsewhere
-  int32_t* ranked = nullptr;   // [spans] scratch
-  int32_t* count = nullptr;    // [2] scratch: candidates, then zoomed
-  double* used = nullptr;      // [1] out: the zoomed spans' tokens
-  unsigned long long* workspace = nullptr;  // [sekv_zoom_workspace_words(spans)] when that is > 0
+  int rows = 1;
+  int32_t* zoomed = nullptr;   // [rows, spans] out: each row's zoomed span ids in rank order, from its start
+  float* keys = nullptr;       // [rows, spans] scratch: the candidates' gates, NaN elsewhere
+  int32_t* ranked = nullptr;   // [rows, spans] scratch
+  int32_t* count = nullptr;    // [rows, 2] scratch then out: candidates, then zoomed, per row
+  double* used = nullptr;      // [rows] out: each row's zoomed spans' tokens
+  unsigned long long* workspace = nullptr;  // [sekv_zoom_workspace_words(spans, rows)] when that is > 0
 };
 
 // ---- span_svd.cu: truncated SVD factors of span blocks, one thread per block ----

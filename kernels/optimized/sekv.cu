@@ -14,6 +14,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/optimized/cuda.hpp"
 #include "kernels/optimized/jacobi_eigen.cuh"
@@ -126,13 +127,14 @@ __global__ void __launch_bounds__(kThreads) routing_gate_kernel(RoutingParams p,
 }
 
 // The candidates (a complete span whose gate passes the threshold) keep their gate, the others NaN (rank
-// last); count[0] = the candidates.
+// last); count[2r] = row r's candidates. One thread per (row, span).
 __global__ void __launch_bounds__(kThreads) zoom_candidates_kernel(ZoomParams p) {
-  const int64_t s = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (s >= p.spans) return;
-  const bool cand = p.span_end[s] - 1 <= p.position && double(p.gate[s]) > p.threshold;
-  p.keys[s] = cand ? p.gate[s] : NAN;
-  if (cand) atomicAdd(&p.count[0], 1);
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= int64_t(p.rows) * p.spans) return;
+  const int64_t r = i / p.spans, s = i % p.spans;
+  const bool cand = p.span_end[s] - 1 <= p.position && double(p.gate[i]) > p.threshold;
+  p.keys[i] = cand ? p.gate[i] : NAN;
+  if (cand) atomicAdd(&p.count[2 * r], 1);
 }
 
 // The ranked candidates while they fit: the first misfit ends the expansion, so the zoomed spans are the
@@ -140,18 +142,21 @@ __global__ void __launch_bounds__(kThreads) zoom_candidates_kernel(ZoomParams p)
 // lengths sum to at most room. Span lengths are integers, so their running sum is exact in any order
 // (int64 here, the host's double holds it exactly): each thread sums a contiguous chunk of the ranking, a
 // shuffle scan gives each chunk's offset, the first running sum above room is the cut (atomicMin over the
-// chunks that hold a misfit), and the block copies the prefix. One block of kBudgetThreads; was one
-// thread walking the ranking, a chain of two dependent loads per candidate.
+// chunks that hold a misfit), and the block copies the prefix. One block of kBudgetThreads per row; was
+// one thread walking the ranking, a chain of two dependent loads per candidate.
 __global__ void __launch_bounds__(kBudgetThreads) zoom_budget_kernel(ZoomParams p) {
   __shared__ long long warp_total[kBudgetThreads / 32];
   __shared__ long long cut;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t candidates = p.count[0];
+  const int64_t row = blockIdx.x;
+  const int32_t* const ranked = p.ranked + row * p.spans;
+  int32_t* const zoomed = p.zoomed + row * p.spans;
+  const int64_t candidates = p.count[2 * row];
   const int64_t per = (candidates + blockDim.x - 1) / blockDim.x;
   const int64_t j0 = tid * per < candidates ? tid * per : candidates;
   const int64_t j1 = j0 + per < candidates ? j0 + per : candidates;
   long long own = 0;
-  for (int64_t j = j0; j < j1; ++j) own += p.span_len[p.ranked[j]];
+  for (int64_t j = j0; j < j1; ++j) own += p.span_len[ranked[j]];
   long long incl = own;
   for (int off = 1; off < 32; off <<= 1) {
     const long long v = __shfl_up_sync(0xffffffffu, incl, off);
@@ -167,7 +172,7 @@ __global__ void __launch_bounds__(kBudgetThreads) zoom_budget_kernel(ZoomParams 
   }
   int64_t misfit = -1;
   for (int64_t j = j0; j < j1; ++j) {
-    const long long next = run + p.span_len[p.ranked[j]];
+    const long long next = run + p.span_len[ranked[j]];
     if (double(next) > p.room + 1e-9) {
       misfit = j;
       atomicMin(&cut, (long long)j);
@@ -177,11 +182,11 @@ __global__ void __launch_bounds__(kBudgetThreads) zoom_budget_kernel(ZoomParams 
   }
   __syncthreads();
   const int64_t z = cut;
-  for (int64_t j = tid; j < z; j += blockDim.x) p.zoomed[j] = p.ranked[j];
-  if (misfit >= 0 && misfit == z) *p.used = double(run);  // the sum before the first misfit
+  for (int64_t j = tid; j < z; j += blockDim.x) zoomed[j] = ranked[j];
+  if (misfit >= 0 && misfit == z) p.used[row] = double(run);  // the sum before the first misfit
   if (tid == 0) {
-    p.count[1] = int32_t(z);
-    if (z == candidates) *p.used = double(total);  // every candidate fits
+    p.count[2 * row + 1] = int32_t(z);
+    if (z == candidates) p.used[row] = double(total);  // every candidate fits
   }
 }
 }  // namespace
@@ -221,33 +226,38 @@ void sekv_routing(const RoutingParams& p) {
   check::check(cudaGetLastError(), "opt::sekv_routing (gates)");
 }
 
-int64_t sekv_zoom_workspace_words(int64_t spans) {
-  TopkParams t;  // the most the candidates' top-k can need: every span a candidate
-  t.rows = 1, t.n = spans, t.k = spans, t.rank_order = true;
-  return spans > 0 ? topk_workspace_words(t) : 0;
+int64_t sekv_zoom_workspace_words(int64_t spans, int rows) {
+  TopkParams t;  // every span of every row ranked
+  t.rows = rows, t.n = spans, t.k = spans, t.rank_order = true;
+  return spans > 0 && rows > 0 ? int64_t(rows) * topk_workspace_words(t) : 0;
 }
 
 int64_t sekv_zoom(const ZoomParams& p) {
   if (p.spans < 0) throw std::runtime_error("opt::sekv_zoom: spans < 0");
-  double zero_used = 0;
+  if (p.rows < 1) throw std::runtime_error("opt::sekv_zoom: rows " + std::to_string(p.rows) + " < 1");
   if (p.spans == 0) {
-    check::check(cudaMemcpy(p.used, &zero_used, sizeof zero_used, cudaMemcpyHostToDevice), "opt::sekv_zoom (used)");
+    const std::vector<double> zero_used(size_t(p.rows), 0.0);
+    check::check(cudaMemcpy(p.used, zero_used.data(), zero_used.size() * sizeof(double), cudaMemcpyHostToDevice),
+                 "opt::sekv_zoom (used)");
     return 0;
   }
-  check::check(cudaMemsetAsync(p.count, 0, 2 * sizeof(int32_t)), "opt::sekv_zoom (count)");
-  KVSIM_LAUNCH(zoom_candidates_kernel, check::blocks_for(p.spans, kThreads), kThreads)(p);
+  check::check(cudaMemsetAsync(p.count, 0, 2 * sizeof(int32_t) * size_t(p.rows)), "opt::sekv_zoom (count)");
+  KVSIM_LAUNCH(zoom_candidates_kernel, check::blocks_for(int64_t(p.rows) * p.spans, kThreads), kThreads)(p);
   check::check(cudaGetLastError(), "opt::sekv_zoom (candidates)");
   // Every span ranked (the non-candidates' NaN keys last), so the host need not read the candidates'
   // count before choosing k: the first count[0] ranks are exactly topk(keys, count[0]).
   TopkParams t;
-  t.scores = p.keys, t.out = p.ranked, t.rows = 1, t.n = p.spans, t.k = p.spans, t.rank_order = true;
+  t.scores = p.keys, t.out = p.ranked, t.rows = p.rows, t.n = p.spans, t.k = p.spans, t.rank_order = true;
   t.workspace = p.workspace;
   topk(t);
-  KVSIM_LAUNCH(zoom_budget_kernel, 1, kBudgetThreads)(p);
+  KVSIM_LAUNCH(zoom_budget_kernel, unsigned(p.rows), kBudgetThreads)(p);
   check::check(cudaGetLastError(), "opt::sekv_zoom (budget)");
-  int32_t counts[2] = {0, 0};
-  check::check(cudaMemcpy(counts, p.count, sizeof counts, cudaMemcpyDeviceToHost), "opt::sekv_zoom (zoomed)");
-  return counts[1];
+  std::vector<int32_t> counts(2 * size_t(p.rows));
+  check::check(cudaMemcpy(counts.data(), p.count, counts.size() * sizeof(int32_t), cudaMemcpyDeviceToHost),
+               "opt::sekv_zoom (zoomed)");
+  int64_t zoomed = 0;
+  for (int r = 0; r < p.rows; ++r) zoomed += counts[2 * size_t(r) + 1];
+  return zoomed;
 }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

@@ -34,16 +34,16 @@ PhaseKernelLinks phase_kernels() {
   links.push_back(route);
   PhaseKernelLink zoom;
   zoom.phase = "zoom_select";
-  zoom.kernels = "opt::sekv_zoom (per query head: candidates over the threshold, their rank, the budget)";
+  zoom.kernels = "opt::sekv_zoom (every query head in one call: candidates over the threshold, their rank, the budget)";
   zoom.run = [](const Deployment& d, const ParamValues&, const StepShape& s, const Phase& model) {
     // The spans it selects among: blocks::select counts 4 FLOPs per element per query head.
     const int64_t spans = std::llround(model.work.flops / (double(d.model->layers) * s.batch * d.hq * 4));
-    for (int h = 0; h < int(d.hq); ++h) kernel_blocks::sekv_zoom(spans, 0.5);
+    kernel_blocks::sekv_zoom(spans, 0.5, int(d.hq));
   };
-  zoom.low = 0.45, zoom.high = 4;
-  zoom.why = "blocks::select charges two reads of the gates; the replay's zoom (written for exactness) also reads "
-             "each span's length and end for the budget and writes and re-reads its candidates' rank keys and "
-             "ranking: about six arrays of the spans";
+  zoom.low = 0.45, zoom.high = 3;
+  zoom.why = "blocks::select charges two reads of the gates; the zoom (written for exactness) also reads the spans' "
+             "lengths and ends (once for every head, one call) and writes and re-reads every span's rank key and "
+             "its ranking: about five arrays of the spans per head";
   links.push_back(zoom);
   links.push_back(attention_link("coarse_attention", nullptr, false));
   PhaseKernelLink fine = attention_link("fine_attention", nullptr, false);
