@@ -91,18 +91,19 @@ void hierarchical_select(int64_t pages, int pages_per_chunk, int chunks_per_grid
   O::chess_select(p);
 }
 
-void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, int64_t num_keys) {
+void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, int64_t num_keys, int heads) {
   Setup setup;
   c_prime = std::clamp(c_prime, 1, centroids);
-  auto cent = random_buffer(size_t(group) * centroids * dim, 7), q = random_buffer(size_t(group) * dim, 8);
-  std::vector<int32_t> ivf(size_t(centroids) * rho);
+  const size_t H = size_t(heads);
+  auto cent = random_buffer(H * group * centroids * dim, 7), q = random_buffer(H * group * dim, 8);
+  std::vector<int32_t> ivf(H * centroids * rho);
   std::minstd_rand rng(9);
   for (auto& id : ivf) id = int32_t(rng() % uint32_t(num_keys));
-  Buf<int32_t> divf(ivf), out{size_t(c_prime) * rho}, chosen{size_t(c_prime)}, count{1};
-  Buf<float> scores{size_t(centroids)};
+  Buf<int32_t> divf(ivf), out{H * c_prime * rho}, chosen{H * c_prime}, count{H};
+  Buf<float> scores{H * centroids};
   opt::CentroidRecallParams p;
   p.q = q.get(), p.centroids = cent.get(), p.ivf = divf.get(), p.out = out.get(), p.chosen = chosen.get();
-  p.G = group, p.C = centroids, p.d = dim, p.rho = rho, p.c_prime = c_prime, p.num_keys = num_keys;
+  p.G = group, p.C = centroids, p.d = dim, p.rho = rho, p.c_prime = c_prime, p.num_keys = num_keys, p.heads = heads;
   p.centroid_scores = scores.get(), p.count = count.get();
   setup.done();
   O::centroid_recall(p);

@@ -51,7 +51,7 @@ void hierarchical_select(int64_t pages, int pages_per_chunk, int chunks_per_grid
                          double rho_c, double rho_p);
 // Cosine of the group's queries to C centroids, top C', union of their IVF lists (rho ids each) over
 // `num_keys` keys.
-void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, int64_t num_keys);
+void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, int64_t num_keys, int heads = 1);
 // `queries` query rows against `vectors` rows of `dim` (the reference score GEMM twin).
 void score_gemm(int queries, int64_t vectors, int dim);
 // Quest's page bound (opt::quest_page_bound): the `heads` queries of one KV head's group against the

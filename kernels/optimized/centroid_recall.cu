@@ -14,6 +14,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/optimized/block_select.cuh"
 #include "kernels/optimized/cuda.hpp"
@@ -44,12 +45,14 @@ __device__ __forceinline__ float warp_sum(float x) {
 __global__ void __launch_bounds__(kThreads, 6) centroid_cosine_kernel(CentroidRecallParams p) {
   __shared__ float block_scores[kWarps];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t c0 = int64_t(blockIdx.x) * kWarps, c = c0 + warp;
+  const int64_t c0 = int64_t(blockIdx.x) * kWarps, c = c0 + warp, head = blockIdx.y;
+  const float* const qh = p.q + head * p.G * p.d;
+  const float* const ch = p.centroids + head * p.G * p.C * p.d;
   if (c < p.C) {  // the same for every lane of a warp, so the shuffles see the whole warp
     float best = -INFINITY;
     for (int g = 0; g < p.G; ++g) {
-      const float4* q = reinterpret_cast<const float4*>(p.q + int64_t(g) * p.d);
-      const float4* x = reinterpret_cast<const float4*>(p.centroids + (int64_t(g) * p.C + c) * p.d);
+      const float4* q = reinterpret_cast<const float4*>(qh + int64_t(g) * p.d);
+      const float4* x = reinterpret_cast<const float4*>(ch + (int64_t(g) * p.C + c) * p.d);
       float qx = 0.f, qq = 0.f, xx = 0.f;
       for (int i = lane; i < p.d / 4; i += 32) {
         const float4 a = __ldg(q + i), b = __ldg(x + i);  // one 16-byte load each (paged_decode.cu's load4)
@@ -65,7 +68,8 @@ __global__ void __launch_bounds__(kThreads, 6) centroid_cosine_kernel(CentroidRe
     if (lane == 0) block_scores[warp] = best;
   }
   __syncthreads();
-  if (threadIdx.x < kWarps && c0 + threadIdx.x < p.C) p.centroid_scores[c0 + threadIdx.x] = block_scores[threadIdx.x];
+  if (threadIdx.x < kWarps && c0 + threadIdx.x < p.C)
+    p.centroid_scores[head * p.C + c0 + threadIdx.x] = block_scores[threadIdx.x];
 }
 
 // The ids of the set bits of bits[0, nwords) (shared memory; bit b of word w is id id_base + 32 w + b),
@@ -115,14 +119,17 @@ __device__ int64_t write_set_bits(bs::Shared& sh, int* excl, const unsigned* bit
   return written;
 }
 
-// One block: the top C' centroids (rank order) to p.chosen, then the sorted union of their lists.
-// One block per launch: minBlocksPerSM 1 lets ptxas use up to 64 registers instead of spilling.
+// One block per head: the top C' centroids (rank order) to its chosen, then the sorted union of their
+// lists. minBlocksPerSM 1 lets ptxas use up to 64 registers instead of spilling.
 __global__ void __launch_bounds__(kRecallThreads, 1) recall_kernel(CentroidRecallParams p, int cp, int64_t cap) {
   __shared__ bs::Shared sh;
   __shared__ int excl[kRecallThreads];  // write_set_bits: the first rank of each word of a tile
   KVSIM_DYNAMIC_SHARED(Word, words);    // 32 KiB: first the top C' words, then the bitmap window
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
-  const float* s = p.centroid_scores;
+  const int64_t head = blockIdx.x;
+  const float* s = p.centroid_scores + head * p.C;
+  int32_t* const chosen = p.chosen + head * cp;
+  const int32_t* const ivf = p.ivf + head * p.C * p.rho;
   const auto word_at = [&](int64_t i) { return ::kvsim::ref::hd::rank_word(s[i], int32_t(i)); };
   const int64_t i0 = bs::aligned_start(s, sizeof(float));
   Word prefix = 0, mask = 0;
@@ -133,7 +140,7 @@ __global__ void __launch_bounds__(kRecallThreads, 1) recall_kernel(CentroidRecal
   for (int64_t j = cp + tid; j < cap; j += blockDim.x) words[j] = bs::kExcluded;
   __syncthreads();
   bs::bitonic_sort(words, cap);
-  for (int64_t j = tid; j < cp; j += blockDim.x) p.chosen[j] = int32_t(unsigned(words[j]));
+  for (int64_t j = tid; j < cp; j += blockDim.x) chosen[j] = int32_t(unsigned(words[j]));
   __syncthreads();  // chosen is visible to the whole block, and the words are free for the bitmap
 
   unsigned* bits = reinterpret_cast<unsigned*>(words);
@@ -146,10 +153,10 @@ __global__ void __launch_bounds__(kRecallThreads, 1) recall_kernel(CentroidRecal
     // contiguous, read from a 128-byte boundary on. Lanes outside the list or the row load its nearest
     // entry and drop it, so every lane of the warp executes each load equally often (block_select.cuh).
     for (int64_t j0 = int64_t(warp) * 32; j0 < cp; j0 += int64_t(warps) * 32) {
-      const int32_t mine = p.chosen[bs::clamp_index(j0 + lane, cp)];
+      const int32_t mine = chosen[bs::clamp_index(j0 + lane, cp)];
       const int rows = cp - j0 < 32 ? int(cp - j0) : 32;
       for (int e = 0; e < rows; ++e) {
-        const int32_t* row = p.ivf + int64_t(__shfl_sync(kFullWarp, mine, e)) * p.rho;
+        const int32_t* row = ivf + int64_t(__shfl_sync(kFullWarp, mine, e)) * p.rho;
         for (int64_t r0 = bs::aligned_start(row, sizeof(int32_t)); r0 < p.rho; r0 += 32) {
           const int64_t r = r0 + lane;
           const int64_t id = int64_t(row[bs::clamp_index(r, p.rho)]) - lo;
@@ -158,9 +165,9 @@ __global__ void __launch_bounds__(kRecallThreads, 1) recall_kernel(CentroidRecal
       }
     }
     __syncthreads();
-    total += write_set_bits(sh, excl, bits, nwords, lo, p.out, total);
+    total += write_set_bits(sh, excl, bits, nwords, lo, p.out + head * cp * p.rho, total);
   }
-  if (tid == 0) *p.count = int32_t(total);
+  if (tid == 0) p.count[head] = int32_t(total);
 }
 
 int64_t pow2_at_least(int64_t x) {
@@ -173,19 +180,25 @@ int64_t pow2_at_least(int64_t x) {
 int64_t centroid_recall(const CentroidRecallParams& p) {
   const auto fail = [](const char* why) { throw std::runtime_error(std::string("opt::centroid_recall: ") + why); };
   if (p.G <= 0 || p.C < 0 || p.rho < 0 || p.num_keys < 0) fail("negative size");
+  if (p.heads < 1 || p.heads > 65535) fail("heads outside [1, 65535]");
   if (p.d <= 0 || p.d % 4 != 0) fail("d must be a positive multiple of 4 (float4 loads)");
   if (!p.chosen || !p.centroid_scores || !p.count) fail("scratch missing");
   const int cp = p.c_prime < 0 ? 0 : (p.c_prime > p.C ? p.C : p.c_prime);
   if (cp == 0 || p.rho == 0) return 0;
   if (cp > kSortWords) fail("C' above 4096 (the top C' is sorted in shared memory)");
-  KVSIM_LAUNCH(centroid_cosine_kernel, check::blocks_for(p.C, kWarps), kThreads)(p);
+  KVSIM_LAUNCH(centroid_cosine_kernel, dim3(check::blocks_for(p.C, kWarps), unsigned(p.heads)), kThreads)(p);
   check::check(cudaGetLastError(), "opt::centroid_recall (cosine)");
   // Stream-ordered after the cosines: no synchronization between the launches.
-  KVSIM_LAUNCH(recall_kernel, 1, kRecallThreads, size_t(kSortWords) * sizeof(Word))(p, cp, pow2_at_least(cp));
+  KVSIM_LAUNCH(recall_kernel, unsigned(p.heads), kRecallThreads, size_t(kSortWords) * sizeof(Word))(p, cp,
+                                                                                                 pow2_at_least(cp));
   check::check(cudaGetLastError(), "opt::centroid_recall (recall)");
-  int32_t count = 0;  // the one host synchronization: the caller needs the count
-  check::check(cudaMemcpy(&count, p.count, sizeof count, cudaMemcpyDeviceToHost), "opt::centroid_recall (count)");
-  return count;
+  // The one host synchronization: the caller needs the counts (p.count keeps each head's).
+  std::vector<int32_t> counts(size_t(p.heads));
+  check::check(cudaMemcpy(counts.data(), p.count, counts.size() * sizeof(int32_t), cudaMemcpyDeviceToHost),
+               "opt::centroid_recall (count)");
+  int64_t total = 0;
+  for (int32_t n : counts) total += n;
+  return total;
 }
 
 }  // namespace kvsim::opt::KVSIM_CUDA_BACKEND

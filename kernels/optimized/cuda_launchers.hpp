@@ -33,7 +33,8 @@ int64_t topk(const TopkParams& p);
 // ---- gather_runs.cu: runs of adjacent rows copied with float4 loads, one block per run ----
 void gather_runs(const GatherRunsParams& p);
 
-// ---- centroid_recall.cu: CTKVR recall (cosines; top-C' + bitmap dedup in one block); returns the count ----
+// ---- centroid_recall.cu: CTKVR recall (cosines; top-C' + bitmap dedup in one block per head); returns the
+// count, summed over the heads ----
 int64_t centroid_recall(const CentroidRecallParams& p);
 
 // ---- chess_select.cu: one warp per summary vector (float4, shuffles), then the three levels in one block ----

@@ -75,16 +75,19 @@ struct GatherRunsParams {
 };
 
 // CTKVR centroid recall + dedup (centroid_recall.cu): kvsim::ref::ctkvr_recall.
+// `heads` independent recalls in one call (every KV head of a layer: each its own group, centroids and
+// lists); every array below gains a leading [heads] dimension, C' = min(c_prime, C).
 struct CentroidRecallParams {
-  const float* q = nullptr;          // [G, d], the GQA group's queries
-  const float* centroids = nullptr;  // [G, C, d]
-  const int32_t* ivf = nullptr;      // [C, rho], key ids in [0, num_keys)
-  int32_t* out = nullptr;            // sorted unique recalled ids; room for min(c_prime, C)·rho
-  int32_t* chosen = nullptr;         // [min(c_prime, C)]: the chosen centroid ids, in rank order
+  const float* q = nullptr;          // [heads, G, d], each KV head's GQA group's queries
+  const float* centroids = nullptr;  // [heads, G, C, d]
+  const int32_t* ivf = nullptr;      // [heads, C, rho], key ids in [0, num_keys)
+  int32_t* out = nullptr;            // [heads, C'·rho]: each head's sorted unique recalled ids, from its start
+  int32_t* chosen = nullptr;         // [heads, C']: the chosen centroid ids, in rank order
   int G = 0, C = 0, d = 0, rho = 0, c_prime = 0;
+  int heads = 1;
   int64_t num_keys = 0;  // the bitmap's size: every ivf id is below it
-  float* centroid_scores = nullptr;  // [C] scratch: cosine per centroid, max over the group
-  int32_t* count = nullptr;          // [1] scratch: the recalled count, read back by the launcher
+  float* centroid_scores = nullptr;  // [heads, C] scratch: cosine per centroid, max over the group
+  int32_t* count = nullptr;          // [heads] scratch then out: the recalled counts, read back by the launcher
   // No longer used (the dedup bitmap now lives in the recall kernel's shared memory); kept so callers
   // written against the earlier global-bitmap recall still compile.
   unsigned* bitmap = nullptr;

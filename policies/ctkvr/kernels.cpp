@@ -16,8 +16,9 @@ void recall(const Deployment& d, const ParamValues& v, const StepShape& s) {
   const Params p = param_table().read(v);
   const int group = int(d.hq / d.hkv_cached), C = int(centroid_count(p, s.prompt));
   const int64_t keys = std::max<int64_t>(1, int64_t(s.context()));
-  for (int h = 0; h < int(d.hkv_cached); ++h)
-    kernel_blocks::centroid_recall(group, C, d.model->head_dim, int(centroid_ids(p)), int(p.probes), keys);
+  // Every KV head of the layer in one call: a block per head for the top C' and the dedup.
+  kernel_blocks::centroid_recall(group, C, d.model->head_dim, int(centroid_ids(p)), int(p.probes), keys,
+                                 int(d.hkv_cached));
 }
 }  // namespace
 
@@ -25,13 +26,13 @@ PhaseKernelLinks phase_kernels() {
   PhaseKernelLinks links;
   PhaseKernelLink cos;
   cos.phase = "centroid_recall";
-  cos.kernels = "opt::centroid_recall: the group's cosines to every centroid";
+  cos.kernels = "opt::centroid_recall: each group's cosines to every centroid (every KV head in one call)";
   cos.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase&) { recall(d, v, s); };
   cos.launches = {"centroid_cosine_kernel"};
   links.push_back(cos);
   PhaseKernelLink dedup = cos;
   dedup.phase = "probe_dedup";
-  dedup.kernels = "opt::centroid_recall: top C' probes, IVF ids into a shared bitmap, ordered compaction (one block)";
+  dedup.kernels = "opt::centroid_recall: top C' probes, IVF ids into a shared bitmap, ordered compaction (one block per KV head, one call)";
   dedup.launches = {"recall_kernel"};
   links.push_back(dedup);
   links.push_back(attention_link("gpu_attention", nullptr, false));
