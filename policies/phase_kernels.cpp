@@ -213,7 +213,54 @@ void gather_runs(int64_t rows, int64_t row_elems, int64_t run_rows) {
   setup.done();
   O::gather_runs(p);
 }
+
+void uncertainty(int64_t vocab, int rows) {
+  Setup setup;
+  auto logits = random_buffer(size_t(rows) * size_t(vocab), 25);
+  Buf<float> out{2 * size_t(rows)}, partials{size_t(std::max<int64_t>(4, O::uncertainty_partials_floats(vocab, rows)))};
+  opt::UncertaintyParams p;
+  p.logits = logits.get(), p.vocab = vocab, p.rows = rows, p.out = out.get(), p.partials = partials.get();
+  setup.done();
+  O::uncertainty(p);
+}
+
+void transfer(double bytes, double run_bytes, bool to_device) {
+  if (bytes < 1) return;
+  if (to_device && run_bytes >= 4) {
+    const int64_t row_elems = std::max<int64_t>(1, std::llround(run_bytes / 4));
+    gather_runs(std::max<int64_t>(1, std::llround(bytes / (4.0 * double(row_elems)))), row_elems, 1);
+    return;
+  }
+  // One copy of n bytes, counted with its host synchronization (DeviceBuffer's upload and download are
+  // blocking cudaMemcpy calls; the model's copy is an async one the stream orders: the bytes are the same).
+  const size_t n = size_t(std::llround(bytes));
+  if (to_device) {
+    std::vector<unsigned char> host(n, 1);
+    Buf<unsigned char> dev(host);
+  } else {
+    Setup setup;
+    Buf<unsigned char> dev(std::vector<unsigned char>(n, 1));
+    setup.done();
+    (void)dev.download(n);
+  }
+}
 }  // namespace kernel_blocks
+
+PhaseKernelLink copy_link(std::string_view phase, std::function<double(const ParamValues&)> runs_per_step) {
+  PhaseKernelLink l;
+  l.phase = phase;
+  l.runs_per_step = runs_per_step;
+  l.run = [runs_per_step](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase& model) {
+    const bool to_device = model.work.h2d_bytes > 0;
+    const double runs = runs_per_step ? runs_per_step(v) : 1.0;
+    (void)d;  // the phase's work is its total over `repeat` layers (or steps) and the batch
+    const double per = s.batch * (model.repeat > 0 ? double(model.repeat) : 1.0) * runs;
+    kernel_blocks::transfer((model.work.h2d_bytes + model.work.d2h_bytes) / per, model.run_bytes, to_device);
+  };
+  l.kernels = "the transfer the phase models: opt::gather_runs from mapped pinned host memory (runs of the "
+              "phase's run length), or one cudaMemcpyAsync (contiguous, or to the host)";
+  return l;
+}
 
 double attended_tokens(const Deployment& d, const StepShape& s, const Phase& model) {
   return model.work.flops / (double(d.model->layers) * s.batch * d.hq * (4.0 * d.model->head_dim + 5));

@@ -70,7 +70,19 @@ void segment_means(int64_t segments, int rows_per_segment, int dim);
 // The staging gather of `rows` rows of `row_elems` floats from mapped pinned host memory, in runs of
 // `run_rows` adjacent rows.
 void gather_runs(int64_t rows, int64_t row_elems, int64_t run_rows);
+// A host<->device transfer of `bytes`: to the device in runs of `run_bytes` from mapped pinned host
+// memory (opt::gather_runs, the zero-copy staging gather: each run one row, every other row of a source
+// twice as long, so no two runs merge), or as one cudaMemcpyAsync between a pinned host buffer and the
+// device (run_bytes 0, or to the host).
+void transfer(double bytes, double run_bytes, bool to_device);
+// CHESS's uncertainty monitor over `rows` rows of `vocab` logits (opt::uncertainty).
+void uncertainty(int64_t vocab, int rows = 1);
 }  // namespace kernel_blocks
+
+// The link of a phase built by blocks::copy: the transfer it models, per layer and sequence, read back
+// from the phase (its h2d or d2h bytes and run length), so the link cannot drift from the cost model.
+// runs_per_step: the phase's amortization (a copy made on some steps only), or null for every step.
+PhaseKernelLink copy_link(std::string_view phase, std::function<double(const ParamValues&)> runs_per_step = nullptr);
 
 // The link of a phase built by blocks::attention: paged decode attention over the tokens it attends
 // (read back from the phase's FLOPs, the inverse of blocks::attention's count, so the link cannot

@@ -93,14 +93,17 @@ std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& h
         if (!matches(l.kernel, link->launches)) continue;
         r.counts.launches.push_back(l);
         r.kernel_names.push_back(l.kernel);
-        r.dram_bytes += double(l.unique_bytes() + 32 * l.host_sectors);  // HBM, or pinned host for a zero-copy gather
+        // HBM, or pinned host for a zero-copy gather; a transfer phase counts only what crosses the link.
+        r.dram_bytes += double((ph.device == Device::pcie ? 0 : l.unique_bytes()) + 32 * l.host_sectors);
         r.sector_bytes += double(l.sector_bytes());
         r.useful_bytes += double(l.useful_bytes());
         r.launches += 1;
       }
       r.memsets = double(counts.memsets);
       r.host_syncs = double(counts.host_syncs);
-      r.ratio = r.model_bytes > 0 ? r.dram_bytes / r.model_bytes : 0;
+      if (ph.device == Device::pcie) r.dram_bytes += double(counts.copy_bytes);  // cudaMemcpy[Async] bytes
+      // Nothing charged and nothing moved (a transfer with no bytes at this shape) agrees exactly.
+      r.ratio = r.model_bytes > 0 ? r.dram_bytes / r.model_bytes : r.dram_bytes == 0 ? 1 : 0;
       rows.push_back(r);
     }
   }
@@ -140,10 +143,11 @@ std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const 
       o << b;
       continue;
     }
-    const double eff = r.sector_bytes > 0 ? r.useful_bytes / r.sector_bytes : 0;
-    std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %6.0f%% %6.0f %5.0f %5.0f %6.2f %6s%s  %s\n",
+    char eff[16] = "      -";  // a plain copy requests no sectors
+    if (r.sector_bytes > 0) std::snprintf(eff, sizeof eff, "%6.0f%%", 100 * r.useful_bytes / r.sector_bytes);
+    std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %s %6.0f %5.0f %5.0f %6.2f %6s%s  %s\n",
                   r.policy.c_str(), r.phase.c_str(), num(r.model_bytes).c_str(), num(r.model_launches).c_str(),
-                  num(r.dram_bytes).c_str(), num(r.sector_bytes).c_str(), 100 * eff, r.launches, r.memsets,
+                  num(r.dram_bytes).c_str(), num(r.sector_bytes).c_str(), eff, r.launches, r.memsets,
                   r.host_syncs, r.ratio, r.within() ? "ok" : "OUT", timed(r).c_str(), r.kernels.c_str());
     o << b;
     if (!r.why.empty()) {

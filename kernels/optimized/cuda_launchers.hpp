@@ -79,6 +79,8 @@ int64_t ctkvr_rerank(const RerankParams& p);        // returns min(rho_prime, m)
 void pca_projection(const PcaParams& p);
 void span_summaries(const SpanSummaryParams& p);
 void sekv_routing(const RoutingParams& p);
+int64_t uncertainty_partials_floats(int64_t vocab, int rows);
+void uncertainty(const UncertaintyParams& p);  // uncertainty.cu: two launches, no host synchronization
 int64_t sekv_zoom_workspace_words(int64_t spans, int rows = 1);  // words of ZoomParams::workspace (0: none)
 int64_t sekv_zoom(const ZoomParams& p);  // returns the zoomed count (summed over the rows)
 // span_svd.cu

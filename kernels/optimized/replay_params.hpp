@@ -91,6 +91,15 @@ struct PageSelectParams {  // the last page always, and the best k - 1 of the ot
   unsigned long long* workspace = nullptr;  // [quest_select_workspace_words(*this)] (all rows) when > 0
 };
 
+// ---- uncertainty.cu: CHESS's uncertainty monitor, entropy and varentropy of softmax(logits) per row ----
+struct UncertaintyParams {
+  const float* logits = nullptr;  // [rows, vocab]
+  int64_t vocab = 0;
+  int rows = 1;
+  float* out = nullptr;       // [rows, 2]: entropy, varentropy (nats)
+  float* partials = nullptr;  // [uncertainty_partials_floats(vocab, rows)] scratch, 16-byte aligned
+};
+
 // ---- chess_levels.cu: the hierarchical select over given level scores (survivors scope) ----
 struct ChessLevelsParams {
   const float *grid_scores = nullptr, *chunk_scores = nullptr, *page_scores = nullptr;

@@ -26,6 +26,13 @@ double runs_per_step(const ParamValues& v) {
 
 PhaseKernelLinks phase_kernels() {
   PhaseKernelLinks links;
+  PhaseKernelLink unc;
+  unc.phase = "uncertainty";
+  unc.kernels = "opt::uncertainty (entropy and varentropy of the logits: slice states, then a warp per row)";
+  unc.run = [](const Deployment& d, const ParamValues&, const StepShape& s, const Phase&) {
+    kernel_blocks::uncertainty(d.model->vocab, int(s.batch));
+  };
+  links.push_back(unc);
   PhaseKernelLink gemv;
   gemv.phase = "select_gemv";
   gemv.kernels = "opt::chess_select: the summary score GEMV";

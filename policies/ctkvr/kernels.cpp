@@ -35,6 +35,9 @@ PhaseKernelLinks phase_kernels() {
   dedup.kernels = "opt::centroid_recall: top C' probes, IVF ids into a shared bitmap, ordered compaction (one block per KV head, one call)";
   dedup.launches = {"recall_kernel"};
   links.push_back(dedup);
+  // The CPU-rerank configuration's transfers (the default; the GPU rerank's key and value fetches are
+  // not linked yet).
+  for (const char* transfer : {"ids_to_host", "partials_to_gpu", "centroid_update"}) links.push_back(copy_link(transfer));
   links.push_back(attention_link("gpu_attention", nullptr, false));
   PhaseKernelLink merge;
   merge.phase = "merge";

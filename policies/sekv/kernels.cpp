@@ -45,6 +45,7 @@ PhaseKernelLinks phase_kernels() {
              "lengths and ends (once for every head, one call) and writes and re-reads every span's rank key and "
              "its ranking: about five arrays of the spans per head";
   links.push_back(zoom);
+  links.push_back(copy_link("fetch_factors"));
   links.push_back(attention_link("coarse_attention", nullptr, false));
   PhaseKernelLink fine = attention_link("fine_attention", nullptr, false);
   fine.high = 1.3;

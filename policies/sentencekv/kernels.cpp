@@ -42,6 +42,7 @@ PhaseKernelLinks phase_kernels() {
   };
   top.runs_per_step = runs_per_step;
   links.push_back(top);
+  links.push_back(copy_link("load_kv", runs_per_step));
   links.push_back(attention_link("attention", nullptr, false));
   return links;
 }
