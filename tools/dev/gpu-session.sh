@@ -37,7 +37,8 @@ want kit && step 110 ./build/kvsim validate --device cuda --kit --out "$out/meas
 # The predictions were computed before the session (the emulator's counts do not depend on the GPU).
 if want predict && [ -f "$out/measured.yaml" ]; then
   gpu=$(sed -n 's/^name: \(.*\)-measured$/\1/p' "$out/measured.yaml")
-  pred=$(ls -t docs/validation/runs/*-time-model/"$gpu".json 2>/dev/null | head -1)
+  # The newest by the run folder's date (a fresh clone's mtimes are all the checkout's).
+  pred=$(ls docs/validation/runs/*-time-model/"$gpu".json 2>/dev/null | sort | tail -1)
   if [ -n "$pred" ]; then
     step 20 python3 tools/dev/compare_predictions.py "$pred" "$out/measured.yaml" "$out/predicted-vs-measured.md"
   else
