@@ -250,10 +250,10 @@ PhaseKernelLink copy_link(std::string_view phase, std::function<double(const Par
   PhaseKernelLink l;
   l.phase = phase;
   l.runs_per_step = runs_per_step;
-  l.run = [runs_per_step](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase& model) {
+  l.run = [runs_per_step](const Deployment&, const ParamValues& v, const StepShape& s, const Phase& model) {
     const bool to_device = model.work.h2d_bytes > 0;
     const double runs = runs_per_step ? runs_per_step(v) : 1.0;
-    (void)d;  // the phase's work is its total over `repeat` layers (or steps) and the batch
+    // The phase's work is its total over `repeat` layers (or steps) and the batch.
     const double per = s.batch * (model.repeat > 0 ? double(model.repeat) : 1.0) * runs;
     kernel_blocks::transfer((model.work.h2d_bytes + model.work.d2h_bytes) / per, model.run_bytes, to_device);
   };

@@ -7,8 +7,8 @@
 // its tie rule built in. Design and bound: kernels/optimized/README.md.
 #include <cstdint>
 #include <stdexcept>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "kernels/optimized/block_select.cuh"
 #include "kernels/optimized/grid_select.cuh"
@@ -308,6 +308,12 @@ GridPlan grid_plan(const TopkParams& p) {
   return {k, slice, p.n > 0 ? (p.n + slice - 1) / slice : 1};
 }
 int64_t state_words() { return int64_t(sizeof(gs::RowState) / sizeof(Word)); }
+// Rank order's merge rounds above the first sorted tiles: one per doubling of the run width below k.
+int merge_rounds(int64_t k) {
+  int rounds = 0;
+  for (int64_t width = gs::kTile; width < k; width *= 2) ++rounds;
+  return rounds;
+}
 int64_t count_words(int64_t splits) { return splits; }  // one SliceCount (8 bytes) per slice
 }  // namespace
 
@@ -321,9 +327,7 @@ int topk_launches(const TopkParams& p) {
   const GridPlan g = grid_plan(p);
   if (g.k == 0 || p.rows == 0) return 0;
   if (g.splits == 1) return 1;
-  int rounds = 0;
-  for (int64_t width = gs::kTile; p.rank_order && width < g.k; width *= 2) ++rounds;
-  return (g.k < p.n || p.parent_kept ? 1 + gs::kPasses : 0) + 2 + (p.rank_order ? 1 + rounds : 0);
+  return (g.k < p.n || p.parent_kept ? 1 + gs::kPasses : 0) + 2 + (p.rank_order ? 1 + merge_rounds(g.k) : 0);
 }
 
 namespace {
@@ -354,10 +358,12 @@ void grid_topk(const TopkParams& p, const GridPlan& plan) {
     KVSIM_LAUNCH(sort_tiles_kernel, dim3(unsigned(tiles), unsigned(rows)), kSortThreads,
                  size_t(gs::kTile) * sizeof(Word))(p, g);
     Word *src = g.buf_b, *dst = g.buf_a;
-    for (int64_t width = gs::kTile; width < plan.k; width *= 2) {
-      const int64_t blocks = (plan.k + kMergeTile - 1) / kMergeTile;
+    const int rounds = merge_rounds(plan.k);
+    const int64_t blocks = (plan.k + kMergeTile - 1) / kMergeTile;
+    for (int r = 0; r < rounds; ++r) {
+      const int64_t width = gs::kTile << r;
       KVSIM_LAUNCH(merge_kernel, dim3(unsigned(blocks), unsigned(rows)), gs::kThreads,
-                   size_t(2 * kMergeTile) * sizeof(Word))(p, g, src, dst, width, 2 * width >= plan.k);
+                   size_t(2 * kMergeTile) * sizeof(Word))(p, g, src, dst, width, r == rounds - 1);
       std::swap(src, dst);  // the next round reads what this one wrote
     }
   }
