@@ -30,7 +30,8 @@ __device__ __forceinline__ State merge(State a, State b) {
     const State t = a;
     a = b, b = t;
   }
-  if (b.s0 == 0.f) return a;  // an empty state (m = -inf) adds nothing
+  // An empty state, or logits of -inf (probability 0), add nothing (and would make 0 x inf a NaN).
+  if (b.s0 == 0.f || b.m == -INFINITY) return a;
   const float dl = b.m - a.m, e = expf(dl);
   return {a.m, a.s0 + b.s0 * e, a.s1 + (b.s1 + dl * b.s0) * e, a.s2 + (b.s2 + 2.f * dl * b.s1 + dl * dl * b.s0) * e};
 }
