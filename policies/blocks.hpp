@@ -73,15 +73,18 @@ inline Phase score(const Deployment& d, std::string_view name, double B, double 
   return p;
 }
 
-// A top-k / quantile threshold / mask over `elements` fp32 scores, `groups` times per sequence: a
-// radix-select style pass reads the scores about twice and writes the chosen indices. That is the
-// algorithm's work (the roofline bound); the kernel a deployment runs makes more passes, in rows of
-// its own, with launches of its own: the phase declares its rows (B x groups) and their length, and
-// each of its launches is one top-k call (model/kernel_model.hpp, torch_topk).
+// A top-k / quantile threshold / mask over `elements` fp32 scores, `groups` times per sequence: the
+// scores read once and the chosen indices written. That is what DRAM sees of any radix select on a
+// GPU whose L2 holds the row: a row of up to a few thousand scores is selected in shared memory by one
+// block, and a longer one's later passes re-read it from L2 (docs/validation/phase-bytes.md, rule 1;
+// kvsim validate --device emu holds the kernels to it). It is the algorithm's work (the roofline
+// bound); the kernel a deployment runs makes more passes, in rows of its own, with launches of its
+// own: the phase declares its rows (B x groups) and their length, and each of its launches is one
+// top-k call (model/kernel_model.hpp, torch_topk: its time comes from its own passes).
 inline Phase select(std::string_view name, double B, double groups, double elements, double chosen, double L) {
   Phase p = layer_phase(name, PhaseKind::select, Device::gpu, ComputeUnit::simt, Stream::gpu, L);
   p.work.flops = L * B * groups * elements * 4;
-  p.work.hbm_bytes = L * B * groups * (2 * elements * 4 + chosen * 4);
+  p.work.hbm_bytes = L * B * groups * (elements * 4 + chosen * 4);
   p.work.launches = L;
   p.rows = float(std::max(1.0, B * groups));
   p.row_elements = float(std::max(1.0, elements));

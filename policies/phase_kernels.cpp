@@ -154,25 +154,43 @@ void sekv_route(int rows, int dim, int d_proj, int64_t spans) {
   O::sekv_routing(p);
 }
 
-void sekv_zoom(int64_t spans, double threshold, int rows) {
+void sekv_zoom(int64_t spans, double threshold, int rows, int span_tokens, double room) {
   Setup setup;
   std::vector<float> g(size_t(rows) * size_t(spans));
   std::minstd_rand rng(23);
   for (auto& x : g) x = float(rng() % 1000) / 1000.f;  // gates in [0, 1)
-  std::vector<int32_t> len(static_cast<size_t>(spans), 16), end(static_cast<size_t>(spans));
-  for (int64_t i = 0; i < spans; ++i) end[size_t(i)] = int32_t(16 * (i + 1));
+  std::vector<int32_t> len(static_cast<size_t>(spans), span_tokens), end(static_cast<size_t>(spans));
+  for (int64_t i = 0; i < spans; ++i) end[size_t(i)] = int32_t(span_tokens * (i + 1));
   Buf<float> gate(g), keys{size_t(rows) * size_t(spans)};
   Buf<int32_t> dlen(len), dend(end), zoomed{size_t(rows) * size_t(spans)}, ranked{size_t(rows) * size_t(spans)},
       count{2 * size_t(rows)};
   Buf<double> used{size_t(rows)};
   opt::ZoomParams p;
   p.gate = gate.get(), p.span_len = dlen.get(), p.span_end = dend.get(), p.spans = spans, p.rows = rows;
-  p.position = 16 * spans, p.threshold = threshold, p.room = 1e18;
+  p.position = int64_t(span_tokens) * spans, p.threshold = threshold, p.room = room;
   p.zoomed = zoomed.get(), p.keys = keys.get(), p.ranked = ranked.get(), p.count = count.get(), p.used = used.get();
   Buf<unsigned long long> ws{size_t(std::max<int64_t>(1, O::sekv_zoom_workspace_words(spans, rows)))};
   p.workspace = ws.get();
   setup.done();
   O::sekv_zoom(p);
+}
+
+void sekv_reconstruct(int64_t spans, int span_tokens, int rank, int dim, int kv_heads) {
+  Setup setup;
+  // Every zoomed span's K and V for each KV head: a low-rank block of us [span_tokens, rank] then vt
+  // [rank, dim], packed one after another as fetch_factors lands them.
+  const int64_t blocks = spans * kv_heads * 2, per = int64_t(rank) * (span_tokens + dim);
+  auto factors = random_buffer(size_t(std::max<int64_t>(1, blocks * per)), 24);
+  std::vector<int64_t> off(static_cast<size_t>(blocks)), out_row(static_cast<size_t>(blocks));
+  for (int64_t b = 0; b < blocks; ++b) off[size_t(b)] = b * per, out_row[size_t(b)] = b * span_tokens;
+  Buf<int64_t> doff(off), drow(out_row);
+  Buf<int32_t> rows(std::vector<int32_t>(size_t(blocks), span_tokens)), ranks(std::vector<int32_t>(size_t(blocks), rank));
+  Buf<float> out{size_t(std::max<int64_t>(1, blocks * span_tokens * dim))};
+  opt::ReconstructParams p;
+  p.factors = factors.get(), p.factor_offset = doff.get(), p.rows = rows.get(), p.rank = ranks.get();
+  p.out_row = drow.get(), p.blocks = int(blocks), p.d = dim, p.out = out.get();
+  setup.done();
+  O::sekv_reconstruct(p);
 }
 
 void merge_states(int rows, int dim) {

@@ -6,6 +6,7 @@
 // and know no policy, the way blocks.hpp serves the cost models.
 #pragma once
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,7 +36,15 @@ struct PhaseKernelLink {
   double low = 0.9, high = 1.1;
   std::string why = {};
 };
-using PhaseKernelLinks = std::vector<PhaseKernelLink>;
+// A policy's links, and the parameter values the probe runs it at when its defaults leave a linked
+// phase without work at the probe's shape (SEKV's budget leaves no room to zoom at 16K tokens): then
+// `probe` changes the defaults and `probe_why` says what and why (printed with the table).
+struct PhaseKernelLinks : std::vector<PhaseKernelLink> {
+  PhaseKernelLinks() = default;
+  PhaseKernelLinks(std::initializer_list<PhaseKernelLink> links) : std::vector<PhaseKernelLink>(links) {}
+  std::function<void(ParamValues& values)> probe = nullptr;
+  std::string probe_why = {};
+};
 
 // Kernel building blocks for the links: each allocates its inputs (seeded random values), runs the
 // optimized kernel (kernels/optimized) or, where none exists, the reference CUDA twin, through the
@@ -60,9 +69,12 @@ void score_gemm(int queries, int64_t vectors, int dim);
 void page_bound(int64_t pages, int dim, int heads = 1);
 void page_select(int64_t pages, int64_t k, int rows = 1);
 // SEKV's routing of `rows` query rows of `dim` through a [dim, d_proj] projection against `spans`
-// span summaries (opt::sekv_routing), and its zoom over `spans` gates (opt::sekv_zoom).
+// span summaries (opt::sekv_routing); its zoom over `spans` gates of `rows` query heads, spans of
+// span_tokens, a budget of `room` tokens (opt::sekv_zoom); and its reconstruction of `spans` zoomed
+// spans of span_tokens at rank `rank`, K and V of `kv_heads` KV heads (opt::sekv_reconstruct).
 void sekv_route(int rows, int dim, int d_proj, int64_t spans);
-void sekv_zoom(int64_t spans, double threshold, int rows = 1);
+void sekv_zoom(int64_t spans, double threshold, int rows, int span_tokens, double room);
+void sekv_reconstruct(int64_t spans, int span_tokens, int rank, int dim, int kv_heads);
 // Merge of two softmax states of `rows` rows of `dim` (the reference twin), in place into the first.
 void merge_states(int rows, int dim);
 // Mean of each of `segments` segments of `rows_per_segment` rows of `dim` (the reference twin).

@@ -56,16 +56,18 @@ std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& h
     const Policy& pol = e.cost_model();
     const std::string name(pol.name());
     if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
-    const ParamValues pv = pol.defaults();
+    const PhaseKernelLinks links = e.phase_kernels ? e.phase_kernels() : PhaseKernelLinks{};
+    ParamValues pv = pol.defaults();
+    if (links.probe) links.probe(pv);  // values that give every linked phase work at the probe's shape
     PhaseList phases;
     pol.decode_attention(d, pv, st, phases);
-    const PhaseKernelLinks links = e.phase_kernels ? e.phase_kernels() : PhaseKernelLinks{};
     for (const Phase& ph : phases) {
       PhaseTrafficRow r;
       r.policy = name;
       r.phase = std::string(ph.name);
       r.kind = std::string(to_string(ph.kind));
       r.device = ph.device == Device::gpu ? "gpu" : ph.device == Device::cpu ? "cpu" : "pcie";
+      r.probe_why = links.probe_why;
       const auto link = std::find_if(links.begin(), links.end(), [&](const PhaseKernelLink& l) { return l.phase == ph.name; });
       const double runs = link != links.end() && link->runs_per_step ? link->runs_per_step(pv) : 1.0;
       const double per = ph.repeat > 0 ? double(ph.repeat) : 1.0;
@@ -155,6 +157,10 @@ std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const 
       o << b;
     }
   }
+  std::string probes;
+  for (const auto& r : rows)
+    if (!r.probe_why.empty() && probes.find(r.probe_why) == std::string::npos) probes += "\n" + r.probe_why + ".";
+  if (!probes.empty()) o << probes << "\n";
   o << "\nDRAM B = distinct 32-byte sectors the kernels touched (DRAM traffic when a launch's working set fits L2); "
        "request B = sectors of every warp-level request (repeats count); useful = bytes the lanes asked for / request "
        "B; ratio = DRAM B / model B; bound: within the link's allowed range (+-10% unless explained).\n";
@@ -174,6 +180,7 @@ std::string phase_traffic_json(const std::vector<PhaseTrafficRow>& rows, const T
     nlohmann::json x = {{"policy", r.policy}, {"phase", r.phase}, {"kind", r.kind}, {"device", r.device},
                         {"linked", r.linked}, {"kernels", r.kernels}, {"model_bytes", r.model_bytes},
                         {"model_launches", r.model_launches}};
+    if (!r.probe_why.empty()) x["probe_params"] = r.probe_why;
     if (r.linked) {
       x["dram_bytes"] = r.dram_bytes;
       x["request_sector_bytes"] = r.sector_bytes;

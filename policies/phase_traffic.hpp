@@ -37,6 +37,7 @@ struct PhaseTrafficRow {
   double ratio = 0;                       // dram_bytes / model_bytes
   double low = 0.9, high = 1.1;
   std::string why;  // the link's explanation of a range wider than +-10%
+  std::string probe_why;  // the policy runs at other parameter values than its defaults here, and why
   emu::Counts counts;  // the counted launches (those the link names) with the run's memsets, copies, syncs
   // Filled by a caller that prices `counts` (kvsim validate --device emu --predict GPU --phases, with
   // validate/kernel_time_model.hpp, a layer above this one): the predicted call time, the phase's model

@@ -409,27 +409,29 @@ TEST_F(CudaBackendSteps, SekvSummariesRoutingAndZoomAreIdentical) {
   double u = -1;
   EXPECT_TRUE(dev().sekv_zoom({.gate = nullptr, .spans = 0, .used = &u}).empty());
   EXPECT_EQ(u, 0);
-  // Many spans (more candidates than the budget kernel's 1024 threads, so each sums a chunk of the
-  // ranking; a row split over blocks in the ranking's top-k): the cut at a misfit anywhere in the
-  // ranking, at none, at the first candidate, and no candidate at all.
-  const int64_t many = 5000;
-  std::mt19937 rng(77);
-  Vec g(static_cast<size_t>(many));
-  std::vector<int32_t> ln(static_cast<size_t>(many)), en(static_cast<size_t>(many));
-  int32_t end = 0;
-  for (int64_t i = 0; i < many; ++i) {
-    g[size_t(i)] = float(rng() % 1000) / 1000.f;  // ties
-    ln[size_t(i)] = int32_t(1 + rng() % 40);
-    en[size_t(i)] = end += ln[size_t(i)];
-  }
-  for (double tau : {0.3, 2.0})
-    for (double room : {0.0, 1.0, 777.0, 30000.0, 1e12}) {
-      double ua = -1, ub = -1;
-      const Ids za = dev().sekv_zoom({.gate = g.data(), .span_len = ln.data(), .span_end = en.data(), .spans = many,
-                                      .position = int64_t(end) - 100, .threshold = tau, .room = room, .used = &ua});
-      const Ids zb = host().sekv_zoom({.gate = g.data(), .span_len = ln.data(), .span_end = en.data(), .spans = many,
-                                       .position = int64_t(end) - 100, .threshold = tau, .room = room, .used = &ub});
-      EXPECT_EQ(za, zb) << tau << " " << room;
-      EXPECT_EQ(ua, ub) << tau << " " << room;
+  // Many spans (more candidates than the budget's 1024 threads, so each sums a chunk of the ranking):
+  // 3000 zoomed in one block in shared memory, 5000 ranked through global memory (a row split over
+  // blocks in the ranking's top-k); the cut at a misfit anywhere in the ranking, at none, at the first
+  // candidate, and no candidate at all.
+  for (const int64_t many : {int64_t(3000), int64_t(5000)}) {
+    std::mt19937 rng(77);
+    Vec g(static_cast<size_t>(many));
+    std::vector<int32_t> ln(static_cast<size_t>(many)), en(static_cast<size_t>(many));
+    int32_t end = 0;
+    for (int64_t i = 0; i < many; ++i) {
+      g[size_t(i)] = float(rng() % 1000) / 1000.f;  // ties
+      ln[size_t(i)] = int32_t(1 + rng() % 40);
+      en[size_t(i)] = end += ln[size_t(i)];
     }
+    for (double tau : {0.3, 2.0})
+      for (double room : {0.0, 1.0, 777.0, 30000.0, 1e12}) {
+        double ua = -1, ub = -1;
+        const Ids za = dev().sekv_zoom({.gate = g.data(), .span_len = ln.data(), .span_end = en.data(), .spans = many,
+                                        .position = int64_t(end) - 100, .threshold = tau, .room = room, .used = &ua});
+        const Ids zb = host().sekv_zoom({.gate = g.data(), .span_len = ln.data(), .span_end = en.data(), .spans = many,
+                                         .position = int64_t(end) - 100, .threshold = tau, .room = room, .used = &ub});
+        EXPECT_EQ(za, zb) << many << " " << tau << " " << room;
+        EXPECT_EQ(ua, ub) << many << " " << tau << " " << room;
+      }
+  }
 }

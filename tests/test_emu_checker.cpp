@@ -211,7 +211,9 @@ TEST(EmuChecker, EveryBarrierOfTopkAndPagedDecodeIsNeeded) {
                        File{"kernels/optimized/block_select.cuh", "Topk"},
                        File{"kernels/optimized/chess_select.cu", "Chess"},
                        File{"kernels/optimized/chess_levels.cu", "Chess"},
-                       File{"kernels/optimized/centroid_recall.cu", "Centroid"}}) {
+                       File{"kernels/optimized/centroid_recall.cu", "Centroid"},
+                       File{"kernels/optimized/sekv.cu", "SekvZoom"},
+                       File{"kernels/optimized/reconstruct.cu", "SekvReconstruct"}}) {
     const auto sites = barrier_sites(f.path);
     EXPECT_FALSE(sites.empty()) << f.path;
     std::vector<const kvsim::test::CudaCaseDef*> order;

@@ -20,7 +20,7 @@ namespace {
 Phase topk(double rows, double n, double k = 64) {
   Phase p{"t", PhaseKind::select, Device::gpu, ComputeUnit::simt, {}};
   p.work.flops = rows * n * 4;
-  p.work.hbm_bytes = rows * (2 * n * 4 + k * 4);
+  p.work.hbm_bytes = rows * (n * 4 + k * 4);
   p.work.launches = 1;
   p.rows = float(rows);
   p.row_elements = float(n);

@@ -311,7 +311,8 @@ TEST(OptKernelsValidate, CudaCaseListIncludesTheOptimizedKernels) {
   for (const auto& c : kvsim::validate::cuda_cases()) names.push_back(c.phase);
 #if defined(KVSIM_HAVE_CUDA)
   for (const char* want : {"cuda_opt_paged_decode", "cuda_opt_sparse_paged", "cuda_opt_topk", "cuda_opt_gather_runs",
-                           "cuda_opt_centroid_recall", "cuda_opt_chess_select", "cuda_opt_uncertainty"})
+                           "cuda_opt_centroid_recall", "cuda_opt_chess_select", "cuda_opt_uncertainty",
+                           "cuda_opt_sekv_zoom", "cuda_opt_sekv_reconstruct"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
 #else
   EXPECT_TRUE(names.empty());

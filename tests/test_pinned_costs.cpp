@@ -316,7 +316,7 @@ TEST(PinnedCosts, Quest) {
   const double chosen = 16;  // ceil(250 / 16) = ceil(15.6)
   // score(hq, hkv, P, 2d, b_kv): min and max key per page
   expect_work(d[0], {L * B * hq * P * (2 * 2 * hd + 2), L * B * (hkv * P * 2 * hd * bkv + 4 * hq * P + hq * 2 * hd * ba), 0, 0, 0, 0, L});
-  expect_work(d[1], {4 * L * B * hq * P, L * B * hq * (8 * P + 4 * chosen), 0, 0, 0, 0, L});
+  expect_work(d[1], {4 * L * B * hq * P, L * B * hq * (4 * P + 4 * chosen), 0, 0, 0, 0, L});
   expect_work(d[2], attn(chosen * 16, true));
   EXPECT_EQ(d[2].run_bytes, 16 * kr);
   const PhaseList pre = prefill(r, "quest", p);
@@ -339,7 +339,7 @@ TEST(PinnedCosts, Chess) {
                                            {"sink_pages", 1},  {"window_pages", 2}, {"reselect_pages", 10}};
   const double D = L * hkv * hd;  // 96: one flattened page vector
   // n = 1020: 64 pages, ceil(64/3) = 22 chunks, ceil(22/4) = 6 grids -> 92 vectors.
-  const double Vn = 64 + 22 + 6, pages = 64;
+  const double Vn = 64 + 22 + 6;  // 64 pages
   // working set: ceil(0.125 n / 16) 16 + (1 + 2) 16 = ceil(7.97) 16 + 48 = 176 tokens
   const double sel = 8 * 16 + 48;
   const double every = 1.0 / (10 * 16);
@@ -347,7 +347,8 @@ TEST(PinnedCosts, Chess) {
   ASSERT_EQ(names(d), (std::vector<std::string>{"uncertainty", "select_gemv", "hier_mask", "page_vector", "paged_attention"}));
   expect_work(d[0], {B * V * 6, B * V * 4, 0, 0, 0, 0, 1});
   expect_work(d[1], {every * B * (Vn * D * 2 + 2 * D), every * B * (Vn + 2) * D * bkv, 0, 0, 0, 0, every * 2});
-  expect_work(d[2], {every * B * Vn * 8, every * B * (Vn * 16 + pages * 4), 0, 0, 0, 0, every * 3});  // three top-k calls (kernel_model.hpp)
+  // each vector's score once, the kept pages' ids (sel / 16 = 11 pages: docs/validation/phase-bytes.md rule 2)
+  expect_work(d[2], {every * B * Vn * 8, every * B * (Vn * 4 + sel / 16 * 4), 0, 0, 0, 0, every * 3});  // three top-k calls (kernel_model.hpp)
   expect_work(d[3], {B * D * 3, B * (16 * D * bkv + 3 * D * bkv) / 16, 0, 0, 0, 0, 1});
   expect_work(d[4], attn(sel, true));
   EXPECT_EQ(d[4].run_bytes, 16 * kr);
@@ -384,7 +385,7 @@ TEST(PinnedCosts, SentenceKv) {
   ASSERT_EQ(names(d), (std::vector<std::string>{"sentence_score", "sentence_select", "load_kv", "attention"}));
   // score(hq, hkv, S, d, b_kv) + the running mean query 2 L B hq d (eq. 2)
   expect_work(d[0], {L * B * hq * S * (2 * hd + 2) + 2 * L * B * hq * hd, L * B * (hkv * S * hd * bkv + 4 * hq * S + hq * hd * ba), 0, 0, 0, 0, L});
-  expect_work(d[1], {4 * L * B * hkv * S, L * B * hkv * (8 * S + 4 * S), 0, 0, 0, 0, L});  // select(hkv, S, S)
+  expect_work(d[1], {4 * L * B * hkv * S, L * B * hkv * (4 * S + 4 * S), 0, 0, 0, 0, L});  // select(hkv, S, S)
   // copy_h2d(tau' R): H2D = DRAM = HBM
   expect_work(d[2], {0, L * B * tr * R, L * B * tr * R, L * B * tr * R, 0, 0, L});
   EXPECT_DOUBLE_EQ(d[2].run_bytes, run * kr);
@@ -399,14 +400,14 @@ TEST(PinnedCosts, SentenceKv) {
   const double e = 1.0 / 24;
   const PhaseList ds = decode(r, "sentencekv", p);
   expect_work(ds[0], {e * L * B * hq * S * (2 * hd + 2) + 2 * L * B * hq * hd, e * L * B * (hkv * S * hd * bkv + 4 * hq * S + hq * hd * ba), 0, 0, 0, 0, e * L});
-  expect_work(ds[1], {e * 4 * L * B * hkv * S, e * L * B * hkv * 12 * S, 0, 0, 0, 0, e * L});
+  expect_work(ds[1], {e * 4 * L * B * hkv * S, e * L * B * hkv * 8 * S, 0, 0, 0, 0, e * L});
   expect_work(ds[2], {0, e * L * B * tr * R, e * L * B * tr * R, e * L * B * tr * R, 0, 0, e * L});
   expect_work(ds[3], attn(a + tr + ng, true));
   p["reselect"] = 0;
   const PhaseList pre = prefill(r, "sentencekv", p);
   ASSERT_EQ(names(pre), (std::vector<std::string>{"window_scores", "topk_tokens", "sentence_means", "pack_kept", "offload"}));
   expect_work(pre[0], {L * hq * 16 * np_ * (2 * hd + 5), L * (hkv * np_ * kr + hq * 16 * hd * ba + 8 * hq * np_), 0, 0, 0, 0, 2 * L});
-  expect_work(pre[1], {4 * L * np_, L * (8 * np_ + 4 * c), 0, 0, 0, 0, L});  // select(1, n_p, c): global top (§A.7)
+  expect_work(pre[1], {4 * L * np_, L * (4 * np_ + 4 * c), 0, 0, 0, 0, L});  // select(1, n_p, c): global top (§A.7)
   expect_work(pre[2], {L * hkv * c * hd, L * hkv * (c + S) * kr, 0, 0, 0, 0, L});
   expect_work(pre[3], {0, 2 * L * c * R, 0, 0, 0, 0, L});  // gather(c R): the retrievable tokens only
   EXPECT_EQ(pre[3].run_bytes, kr);
@@ -421,7 +422,7 @@ TEST(PinnedCosts, SentenceKv) {
   const PhaseList dg = decode(r, "sentencekv", p);
   ASSERT_EQ(names(dg), (std::vector<std::string>{"sentence_score", "sentence_select", "sentence_mask", "attention"}));
   expect_work(dg[0], {L * B * hq * S * (2 * hd + 2) + 2 * L * B * hq * hd, L * B * (hkv * S * hd * bkv + 4 * hq * S + hq * hd * ba), 0, 0, 0, 0, L});
-  expect_work(dg[1], {4 * L * B * hkv * S, 12 * L * B * hkv * S, 0, 0, 0, 0, L});
+  expect_work(dg[1], {4 * L * B * hkv * S, 8 * L * B * hkv * S, 0, 0, 0, 0, L});
   // T = a + c + n_g = 36 + 216 + 20 = 272: every kept token is attended; the mask is one byte per KV
   // head and cached token.
   const double Tg = a + c + ng;
@@ -449,7 +450,7 @@ TEST(PinnedCosts, SentenceKv) {
   const PhaseList preg = prefill(r, "sentencekv", p);
   ASSERT_EQ(names(preg), (std::vector<std::string>{"window_scores", "topk_tokens", "sentence_means", "pack_kept"}));
   expect_work(preg[0], {L * hq * 16 * np_ * (2 * hd + 5), L * (hkv * np_ * kr + hq * 16 * hd * ba + 8 * hq * np_), 0, 0, 0, 0, 2 * L});
-  expect_work(preg[1], {4 * L * np_, L * (8 * np_ + 4 * c), 0, 0, 0, 0, L});
+  expect_work(preg[1], {4 * L * np_, L * (4 * np_ + 4 * c), 0, 0, 0, 0, L});
   expect_work(preg[2], {L * hkv * c * hd, L * hkv * (c + S) * kr, 0, 0, 0, 0, L});
   expect_work(preg[3], {0, 2 * L * (a + c) * R, 0, 0, 0, 0, L});
   // Memory, gpu: HBM KV (a + c + n_o) KV_tok = 300 KV_tok, the sentence vectors, no DRAM.
@@ -462,7 +463,7 @@ TEST(PinnedCosts, SentenceKv) {
     SCOPED_TRACE(given);
     p["kept_sentences"] = given;
     const PhaseList dk = decode(r, "sentencekv", p);
-    expect_work(dk[1], {4 * L * B * hkv * want, 12 * L * B * hkv * want, 0, 0, 0, 0, L});
+    expect_work(dk[1], {4 * L * B * hkv * want, 8 * L * B * hkv * want, 0, 0, 0, 0, L});
     EXPECT_DOUBLE_EQ(dk[2].run_bytes, c / want * kr);  // t_run = c / S, inside [1, 24]
     const PhaseList pk = prefill(r, "sentencekv", p);
     expect_work(pk[2], {L * hkv * c * hd, L * hkv * (c + want) * kr, 0, 0, 0, 0, L});
@@ -495,7 +496,7 @@ TEST(PinnedCosts, ChunkKv) {
   const PhaseList pre = prefill(r, "chunkkv", p);
   ASSERT_EQ(names(pre), (std::vector<std::string>{"window_scores", "chunk_topk", "compact"}));
   expect_work(pre[0], {scored * hq * 16 * np_ * (2 * hd + 5), scored * (hkv * np_ * kr + hq * 16 * hd * ba + 8 * hq * np_), 0, 0, 0, 0, 2 * scored});
-  expect_work(pre[1], {4 * scored * chunks + scored * hq * np_, scored * (8 * chunks + 4 * chunks), 0, 0, 0, 0, scored});
+  expect_work(pre[1], {4 * scored * chunks + scored * hq * np_, scored * (4 * chunks + 4 * chunks), 0, 0, 0, 0, scored});
   expect_work(pre[2], {0, 2 * L * kept * R, 0, 0, 0, 0, L});  // every layer compacts its own K, V
   EXPECT_EQ(pre[2].run_bytes, 12 * kr);
   expect_memory(memory(r, "chunkkv", p), {(kept + no) * KVt, np_ * R, 0, 0, (kept + no) * KVt, 0});
@@ -535,7 +536,8 @@ TEST(PinnedCosts, Sekv) {
   const Expect route = {L * B * hq * m * (2 * dp + 2) + 2 * L * B * hq * dp * hd,
                         L * B * (hq * m * dp * bkv + 4 * hq * m + hq * dp * ba) + L * hq * dp * hd * ba, 0, 0, 0, 0, L};
   expect_work(d[0], route);
-  expect_work(d[1], {4 * L * B * hq * m, L * B * hq * (8 * m + 4 * zs), 0, 0, 0, 0, L});  // select(hq, m, z_s)
+  // select(hq, m, z_s), and each span's length and end once per call (docs/validation/phase-bytes.md rule 4)
+  expect_work(d[1], {4 * L * B * hq * m, L * B * (hq * (4 * m + 4 * zs) + 8 * m), 0, 0, 0, 0, L});
   const double fetch = L * B * hkv * zs * sb;  // copy_h2d(hkv z_s s_b), App. D eq. 20
   expect_work(d[2], {0, fetch, fetch, fetch, 0, 0, L});
   EXPECT_EQ(d[2].run_bytes, sb / 2);
@@ -580,7 +582,7 @@ TEST(PinnedCosts, Sekv) {
     const double Zo = 40.5, zo = Zo / 32;
     const PhaseList dz = decode(r, "sekv", p);
     expect_work(dz[0], route);
-    expect_work(dz[1], {4 * L * B * hq * m, L * B * hq * (8 * m + 4 * zo), 0, 0, 0, 0, L});
+    expect_work(dz[1], {4 * L * B * hq * m, L * B * (hq * (4 * m + 4 * zo) + 8 * m), 0, 0, 0, 0, L});
     const double fz = L * B * hkv * zo * sb;
     expect_work(dz[2], {0, fz, fz, fz, 0, 0, L});
     expect_work(dz[3], coarse);
@@ -609,7 +611,7 @@ TEST(PinnedCosts, Sekv) {
   tight.erase("zoom_rate");
   const PhaseList df = decode(r, "sekv", tight);
   ASSERT_EQ(names(df), names(d));
-  expect_work(df[1], {4 * L * B * hq * m, L * B * hq * 8 * m, 0, 0, 0, 0, L});
+  expect_work(df[1], {4 * L * B * hq * m, L * B * (hq * 4 * m + 8 * m), 0, 0, 0, 0, L});
   expect_work(df[2], {0, 0, 0, 0, 0, 0, L});
   expect_work(df[3], coarse);
   expect_work(df[4], {0, 0, 0, 0, 0, 0, L});
@@ -644,7 +646,7 @@ TEST(PinnedCosts, Ctkvr) {
   ASSERT_EQ(names(d), (std::vector<std::string>{"centroid_recall", "probe_dedup", "ids_to_host", "cpu_rerank", "cpu_attention",
                                                 "partials_to_gpu", "gpu_attention", "merge", "centroid_update"}));
   expect_work(d[0], {L * B * hq * C * (2 * hd + 2), L * B * (hq * C * hd * ba + 4 * hq * C + hq * hd * ba), 0, 0, 0, 0, L});
-  expect_work(d[1], {L * B * hkv * (4 * C + 2 * 4 * 50), L * B * hkv * (8 * C + 4 * 4 + 4 * (4 * 50 + Lr)), 0, 0, 0, 0, L});
+  expect_work(d[1], {L * B * hkv * (4 * C + 2 * 4 * 50), L * B * (hq * 4 * C + hkv * (4 * 4 + 4 * (4 * 50 + Lr))), 0, 0, 0, 0, L});
   const double down = L * B * (hq * hd * ba + 4 * hkv * Lr + R);
   expect_work(d[2], {0, down, down, 0, down, 0, L});
   // The host phases' launches are host calls, one per sequence, KV head and layer, on B·hkv pieces.
@@ -672,7 +674,7 @@ TEST(PinnedCosts, Ctkvr) {
   const double keys = L * B * hkv * Lr * kr, vals = L * B * hkv * ch * kr, ev = L * B * R;
   expect_work(dg[2], {0, keys, keys, keys, 0, 0, L});
   expect_work(dg[3], {L * B * hq * Lr * (2 * hd + 2), L * B * (hkv * Lr * hd * bkv + 4 * hq * Lr + hq * hd * ba), 0, 0, 0, 0, L});
-  expect_work(dg[4], {4 * L * B * hkv * Lr, L * B * hkv * (8 * Lr + 4 * ch), 0, 0, 0, 0, L});
+  expect_work(dg[4], {4 * L * B * hkv * Lr, L * B * hkv * (4 * Lr + 4 * ch), 0, 0, 0, 0, L});
   expect_work(dg[5], {0, vals, vals, vals, 0, 0, L});
   expect_work(dg[6], attn(G + ch, true));
   expect_work(dg[7], {0, ev, ev, 0, ev, 0, L});
@@ -681,7 +683,7 @@ TEST(PinnedCosts, Ctkvr) {
   const PhaseList pre = prefill(r, "ctkvr", p);
   ASSERT_EQ(names(pre), (std::vector<std::string>{"centroid_scores", "qcivf_topk", "offload"}));
   expect_work(pre[0], {L * hq * C * np_ * (2 * hd + 5), L * (hkv * np_ * kr + hq * C * hd * ba + 8 * hq * np_ + 4 * hkv * C * np_), 0, 0, 0, 0, 2 * L});
-  expect_work(pre[1], {4 * L * hkv * C * np_, L * hkv * C * (8 * np_ + 4 * 50), 0, 0, 0, 0, L});
+  expect_work(pre[1], {4 * L * hkv * C * np_, L * hkv * C * (4 * np_ + 4 * 50), 0, 0, 0, 0, L});
   const double off = L * (np_ - G) * R;
   expect_work(pre[2], {0, off, off, 0, off, 0, L});
   // memory at 1048 tokens: G = 216 on the GPU, 832 in DRAM; qcIVF 4 L hkv C rho; centroids L hq C d b_a.

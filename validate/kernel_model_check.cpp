@@ -70,7 +70,7 @@ Phase point_phase(KernelModelId model, YamlMap& m, std::string& shape) {
       const double k = m.number("k", Range::positive(1e10));
       p.rows = float(rows), p.row_elements = float(n);
       p.work.flops = rows * n * 4;
-      p.work.hbm_bytes = rows * (2 * n * 4 + k * 4);
+      p.work.hbm_bytes = rows * (n * 4 + k * 4);  // blocks::select: the scores once, the ids
       shape = fmt("%g", rows) + " rows x " + fmt("%g", n) + ", k " + fmt("%g", k);
       break;
     }

@@ -135,10 +135,10 @@ bool work_of(const PublishedPoint& p, double& bytes, double& x, std::string& why
     x = bytes;
   } else if (f == "topk") {
     // As policies/blocks.hpp's select phase counts it, so that a curve fitted here gives back the
-    // measured time on that phase: each row's fp32 scores read twice (a threshold pass, then the
-    // selection) and its k indices written.
+    // measured time on that phase: each row's fp32 scores read once and its k indices written
+    // (docs/validation/phase-bytes.md, rule 1).
     if (p.n <= 0) { why = "needs n"; return false; }
-    bytes = p.rows * (2 * p.n * 4 + std::max(0.0, p.k) * 4);
+    bytes = p.rows * (p.n * 4 + std::max(0.0, p.k) * 4);
     x = bytes;
   } else if (f == "prefill_attention") {
     // One forward attention over whole sequences (q, k, v of s tokens each). Only what the model's

@@ -85,5 +85,7 @@ int64_t sekv_zoom_workspace_words(int64_t spans, int rows = 1);  // words of Zoo
 int64_t sekv_zoom(const ZoomParams& p);  // returns the zoomed count (summed over the rows)
 // span_svd.cu
 void span_svd(const SpanSvdParams& p);
+// reconstruct.cu
+void sekv_reconstruct(const ReconstructParams& p);  // one launch, no host synchronization
 
 }  // namespace kvsim::opt::KVSIM_CUDA_LAUNCHERS_NS

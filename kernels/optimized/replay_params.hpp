@@ -219,4 +219,18 @@ struct SpanSvdParams {
   double* total = nullptr;  // [1] out: ||X||_F², in double
 };
 
+// ---- reconstruct.cu: SEKV's zoomed spans at full resolution, every low-rank block in one launch ----
+struct ReconstructParams {
+  // `blocks` low-rank blocks (a zoomed span's K or V for one KV head): block b is us [rows[b], rank[b]]
+  // (U·Σ, span_svd.cu's us) at factors + factor_offset[b], its vt [rank[b], d] right after it, and
+  // X = us·vt goes to out rows [out_row[b], out_row[b] + rows[b]).
+  const float* factors = nullptr;
+  const int64_t* factor_offset = nullptr;  // [blocks], in floats
+  const int32_t* rows = nullptr;           // [blocks]
+  const int32_t* rank = nullptr;           // [blocks]
+  const int64_t* out_row = nullptr;        // [blocks]
+  int blocks = 0, d = 0;                   // d <= 256
+  float* out = nullptr;                    // [sum of rows, d]
+};
+
 }  // namespace kvsim::opt

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/optimized/block_select.cuh"
 #include "kernels/optimized/cuda.hpp"
 #include "kernels/optimized/jacobi_eigen.cuh"
 #include "kernels/reference/cuda_common.cuh"
@@ -25,9 +26,12 @@ namespace kvsim::opt::KVSIM_CUDA_BACKEND {
 namespace {
 namespace check = ::kvsim::ref::KVSIM_CUDA_BACKEND::detail;
 namespace hd = ::kvsim::ref::hd;
+namespace bs = block_select;
 constexpr int kThreads = 256;
 constexpr int kMaxDim = 256;  // the eigen solver's order array lives in registers/local memory
 constexpr int kBudgetThreads = 1024;
+// Rows of at most this many spans are zoomed in one block, their rank words in shared memory (32 KiB).
+constexpr int64_t kFusedSpans = 4096;
 
 __global__ void __launch_bounds__(kThreads) column_mean_kernel(PcaParams p) {
   const int c = int(int64_t(blockIdx.x) * blockDim.x + threadIdx.x);
@@ -138,25 +142,23 @@ __global__ void __launch_bounds__(kThreads) zoom_candidates_kernel(ZoomParams p)
 }
 
 // The ranked candidates while they fit: the first misfit ends the expansion, so the zoomed spans are the
-// longest prefix of the ranking (count[0] candidates, read here: the host never waits for it) whose
-// lengths sum to at most room. Span lengths are integers, so their running sum is exact in any order
-// (int64 here, the host's double holds it exactly): each thread sums a contiguous chunk of the ranking, a
-// shuffle scan gives each chunk's offset, the first running sum above room is the cut (atomicMin over the
-// chunks that hold a misfit), and the block copies the prefix. One block of kBudgetThreads per row; was
-// one thread walking the ranking, a chain of two dependent loads per candidate.
-__global__ void __launch_bounds__(kBudgetThreads) zoom_budget_kernel(ZoomParams p) {
+// longest prefix of the ranking (`candidates` of them, read on the device: the host never waits for it)
+// whose lengths sum to at most room. Span lengths are integers, so their running sum is exact in any
+// order (int64 here, the host's double holds it exactly): each thread sums a contiguous chunk of the
+// ranking, a shuffle scan gives each chunk's offset, the first running sum above room is the cut
+// (atomicMin over the chunks that hold a misfit), and the block copies the prefix. ranked_at(j) is the
+// span at rank j (global memory, or the fused kernel's shared words). Every thread calls it.
+template <class RankedAt>
+__device__ void zoom_budget(const ZoomParams& p, int64_t row, int64_t candidates, const RankedAt& ranked_at) {
   __shared__ long long warp_total[kBudgetThreads / 32];
   __shared__ long long cut;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t row = blockIdx.x;
-  const int32_t* const ranked = p.ranked + row * p.spans;
   int32_t* const zoomed = p.zoomed + row * p.spans;
-  const int64_t candidates = p.count[2 * row];
   const int64_t per = (candidates + blockDim.x - 1) / blockDim.x;
   const int64_t j0 = tid * per < candidates ? tid * per : candidates;
   const int64_t j1 = j0 + per < candidates ? j0 + per : candidates;
   long long own = 0;
-  for (int64_t j = j0; j < j1; ++j) own += p.span_len[ranked[j]];
+  for (int64_t j = j0; j < j1; ++j) own += p.span_len[ranked_at(j)];
   long long incl = own;
   for (int off = 1; off < 32; off <<= 1) {
     const long long v = __shfl_up_sync(0xffffffffu, incl, off);
@@ -172,7 +174,7 @@ __global__ void __launch_bounds__(kBudgetThreads) zoom_budget_kernel(ZoomParams 
   }
   int64_t misfit = -1;
   for (int64_t j = j0; j < j1; ++j) {
-    const long long next = run + p.span_len[ranked[j]];
+    const long long next = run + p.span_len[ranked_at(j)];
     if (double(next) > p.room + 1e-9) {
       misfit = j;
       atomicMin(&cut, (long long)j);
@@ -182,12 +184,52 @@ __global__ void __launch_bounds__(kBudgetThreads) zoom_budget_kernel(ZoomParams 
   }
   __syncthreads();
   const int64_t z = cut;
-  for (int64_t j = tid; j < z; j += blockDim.x) zoomed[j] = ranked[j];
+  for (int64_t j = tid; j < z; j += blockDim.x) zoomed[j] = ranked_at(j);
   if (misfit >= 0 && misfit == z) p.used[row] = double(run);  // the sum before the first misfit
   if (tid == 0) {
+    p.count[2 * row] = int32_t(candidates);
     p.count[2 * row + 1] = int32_t(z);
     if (z == candidates) p.used[row] = double(total);  // every candidate fits
   }
+}
+
+// A row ranked through global memory (rows longer than kFusedSpans): count[2 row] candidates, ranked by
+// topk.cu. One block of kBudgetThreads per row; was one thread walking the ranking, a chain of two
+// dependent loads per candidate.
+__global__ void __launch_bounds__(kBudgetThreads) zoom_budget_kernel(ZoomParams p) {
+  const int64_t row = blockIdx.x;
+  const int32_t* const ranked = p.ranked + row * p.spans;
+  zoom_budget(p, row, p.count[2 * row], [&](int64_t j) { return ranked[j]; });
+}
+
+// A row of at most kFusedSpans spans, zoomed by one block in shared memory (docs/validation/phase-bytes.md,
+// rule 4): each span's gate and end read once, a candidate's rank word (hd::rank_word: decreasing gate,
+// ties by the lower span, the host's stable order) kept, the others kExcluded (they sort last and are
+// never read), a bitonic sort of the words, then the budget over the sorted words. DRAM sees the gates,
+// the spans' ends and the lengths the budget reads, and the zoomed ids: no rank keys or ranking written
+// and re-read, no memset, one launch. cap: the row's length rounded up to a power of two.
+__global__ void __launch_bounds__(kBudgetThreads) zoom_fused_kernel(ZoomParams p, int64_t cap) {
+  __shared__ bs::Word words[kFusedSpans];
+  __shared__ int candidates;
+  const int tid = threadIdx.x;
+  const int64_t row = blockIdx.x;
+  const float* const gate = p.gate + row * p.spans;
+  if (tid == 0) candidates = 0;
+  __syncthreads();
+  int own = 0;
+  for (int64_t i = tid; i < cap; i += blockDim.x) {
+    bs::Word w = bs::kExcluded;
+    if (i < p.spans) {
+      const float g = gate[i];
+      if (p.span_end[i] - 1 <= p.position && double(g) > p.threshold) w = hd::rank_word(g, int32_t(i)), ++own;
+    }
+    words[i] = w;
+  }
+  for (int off = 16; off > 0; off >>= 1) own += __shfl_down_sync(0xffffffffu, own, off);
+  if ((tid & 31) == 0 && own > 0) atomicAdd(&candidates, own);
+  __syncthreads();
+  bs::bitonic_sort(words, cap);
+  zoom_budget(p, row, candidates, [&](int64_t j) { return int32_t(uint32_t(words[j])); });
 }
 }  // namespace
 
@@ -227,9 +269,25 @@ void sekv_routing(const RoutingParams& p) {
 }
 
 int64_t sekv_zoom_workspace_words(int64_t spans, int rows) {
+  if (spans <= kFusedSpans) return 0;  // zoomed in shared memory
   TopkParams t;  // every span of every row ranked
   t.rows = rows, t.n = spans, t.k = spans, t.rank_order = true;
   return spans > 0 && rows > 0 ? int64_t(rows) * topk_workspace_words(t) : 0;
+}
+
+// Rows longer than kFusedSpans: candidates into rank keys (non-candidates NaN), every span ranked by
+// topk.cu (so the host need not read the candidates' count before choosing k: the first count[0] ranks are
+// exactly topk(keys, count[0])), then the budget.
+static void zoom_ranked(const ZoomParams& p) {
+  check::check(cudaMemsetAsync(p.count, 0, 2 * sizeof(int32_t) * size_t(p.rows)), "opt::sekv_zoom (count)");
+  KVSIM_LAUNCH(zoom_candidates_kernel, check::blocks_for(int64_t(p.rows) * p.spans, kThreads), kThreads)(p);
+  check::check(cudaGetLastError(), "opt::sekv_zoom (candidates)");
+  TopkParams t;
+  t.scores = p.keys, t.out = p.ranked, t.rows = p.rows, t.n = p.spans, t.k = p.spans, t.rank_order = true;
+  t.workspace = p.workspace;
+  topk(t);
+  KVSIM_LAUNCH(zoom_budget_kernel, unsigned(p.rows), kBudgetThreads)(p);
+  check::check(cudaGetLastError(), "opt::sekv_zoom (budget)");
 }
 
 int64_t sekv_zoom(const ZoomParams& p) {
@@ -241,17 +299,14 @@ int64_t sekv_zoom(const ZoomParams& p) {
                  "opt::sekv_zoom (used)");
     return 0;
   }
-  check::check(cudaMemsetAsync(p.count, 0, 2 * sizeof(int32_t) * size_t(p.rows)), "opt::sekv_zoom (count)");
-  KVSIM_LAUNCH(zoom_candidates_kernel, check::blocks_for(int64_t(p.rows) * p.spans, kThreads), kThreads)(p);
-  check::check(cudaGetLastError(), "opt::sekv_zoom (candidates)");
-  // Every span ranked (the non-candidates' NaN keys last), so the host need not read the candidates'
-  // count before choosing k: the first count[0] ranks are exactly topk(keys, count[0]).
-  TopkParams t;
-  t.scores = p.keys, t.out = p.ranked, t.rows = p.rows, t.n = p.spans, t.k = p.spans, t.rank_order = true;
-  t.workspace = p.workspace;
-  topk(t);
-  KVSIM_LAUNCH(zoom_budget_kernel, unsigned(p.rows), kBudgetThreads)(p);
-  check::check(cudaGetLastError(), "opt::sekv_zoom (budget)");
+  if (p.spans <= kFusedSpans) {
+    int64_t cap = 1;
+    while (cap < p.spans) cap <<= 1;
+    KVSIM_LAUNCH(zoom_fused_kernel, unsigned(p.rows), kBudgetThreads)(p, cap);
+    check::check(cudaGetLastError(), "opt::sekv_zoom (fused)");
+  } else {
+    zoom_ranked(p);
+  }
   std::vector<int32_t> counts(2 * size_t(p.rows));
   check::check(cudaMemcpy(counts.data(), p.count, counts.size() * sizeof(int32_t), cudaMemcpyDeviceToHost),
                "opt::sekv_zoom (zoomed)");

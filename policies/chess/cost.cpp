@@ -65,7 +65,7 @@ class ChessPolicy final : public Policy {
     const auto s = blocks::shape(d);
     const double n = st.context(), B = st.batch;
     const double D = s.L * s.hkv * s.hd;
-    const double V = vectors(p, n), pages = std::ceil(n / p.page_size);
+    const double V = vectors(p, n);
     const double every = 1.0 / (p.reselect_pages * p.page_size);  // fraction of steps that reselect
     // Once per step, before layer 0 (the anchor uses keys of all layers from earlier steps).
     // Uncertainty monitor: entropy and varentropy of the output distribution, every step.
@@ -83,7 +83,9 @@ class ChessPolicy final : public Policy {
     out.push_back(sel);
     Phase mask{"hier_mask", PhaseKind::select, Device::gpu, ComputeUnit::simt, {}};
     mask.work.flops = every * B * V * 8;
-    mask.work.hbm_bytes = every * B * (V * 4 * 4 + pages * 4);
+    // Each vector's score read once (the levels select inside one block, in shared memory) and the kept
+    // pages' ids written (docs/validation/phase-bytes.md, rule 2).
+    mask.work.hbm_bytes = every * B * (V * 4 + std::ceil(selected_tokens(p, n) / p.page_size) * 4);
     // Three quantile thresholds (grid, chunk, page level), each one top-k call over a sequence's
     // vectors of that level (about V / 3 each), and their masks fused into the selection's writes.
     mask.work.launches = every * 3;

@@ -44,9 +44,6 @@ PhaseKernelLinks phase_kernels() {
   mask.phase = "hier_mask";
   mask.kernels = "opt::chess_select: the three levels' selection";
   mask.launches = {"chess_levels_kernel"};
-  mask.low = 0.15;
-  mask.why = "the model charges four passes over every vector's score and a rewrite of the page list; the one-block "
-             "kernel reads the scores once into shared memory and writes only the kept ids";
   links.push_back(mask);
   PhaseKernelLink pv;
   pv.phase = "page_vector";
@@ -56,9 +53,6 @@ PhaseKernelLinks phase_kernels() {
     kernel_blocks::segment_means(1, int(param_table().read(v).page_size), dim);
   };
   pv.runs_per_step = [](const ParamValues& v) { return 1.0 / param_table().read(v).page_size; };  // one page per page_size steps
-  pv.low = 0.8;
-  pv.why = "the model also charges the chunk and grid vectors' running update (3 vectors of the page's size); the "
-           "reference mean writes only the page's";
   links.push_back(pv);
   links.push_back(attention_link("paged_attention", [](const ParamValues& v) { return int(param_table().read(v).page_size); }, true));
   return links;

@@ -103,6 +103,9 @@ class CtkvrPolicy final : public Policy {
     out.push_back(blocks::score(d, "centroid_recall", B, s.hq, s.hq, C, s.hd, d.ba, s.L));
     // 1: max over the group, top-C' per KV head; gather the C' rho ids and dedup to L_recall.
     Phase dd = blocks::select("probe_dedup", B, s.hkv, C, p.probes, s.L);
+    // The select reads every query head's cosines, the group's maximum taken as they are read
+    // (docs/validation/phase-bytes.md, rule 3).
+    dd.work.hbm_bytes += s.L * B * (s.hq - s.hkv) * C * 4;
     dd.work.hbm_bytes += s.L * B * s.hkv * (p.probes * centroid_ids(p) + Lr) * 4;
     dd.work.flops += s.L * B * s.hkv * p.probes * centroid_ids(p) * 2;
     out.push_back(dd);

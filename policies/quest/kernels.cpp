@@ -27,9 +27,6 @@ PhaseKernelLinks phase_kernels() {
   PhaseKernelLink top;
   top.phase = "topk_pages";
   top.kernels = "opt::quest_select_pages (every query head in one call: opt::topk ascending + the last page)";
-  top.low = 0.45;
-  top.why = "blocks::select charges two reads of the scores (a radix select's passes); the kernel's later passes "
-            "re-read its row from L2 / shared memory, so DRAM sees one read and the chosen ids";
   top.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase&) {
     const Params p = param_table().read(v);
     const double P = pages(v, s);

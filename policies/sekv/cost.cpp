@@ -165,7 +165,11 @@ class SekvPolicy final : public Policy {
     route.work.hbm_bytes += s.L * s.hq * dp * s.hd * d.ba;  // the projections W, read once per step
     out.push_back(route);
     // 1: threshold, then cap to the budget in decreasing routing score.
-    out.push_back(blocks::select("zoom_select", B, s.hq, o.spans, o.zoom_spans, s.L));
+    // The budget and the "complete span" test read each span's length and end once per call, shared by
+    // every head (docs/validation/phase-bytes.md, rule 4).
+    Phase zoom = blocks::select("zoom_select", B, s.hq, o.spans, o.zoom_spans, s.L);
+    zoom.work.hbm_bytes += s.L * B * o.spans * 8;
+    out.push_back(zoom);
     // 2: fetch the zoomed spans' factors (one contiguous block per span and matrix).
     Phase fetch = blocks::copy("fetch_factors", true, B, s.hkv * o.zoom_spans * o.span_bytes,
                                o.span_bytes / 2, s.L);

@@ -32,9 +32,6 @@ PhaseKernelLinks phase_kernels() {
   PhaseKernelLink top;
   top.phase = "sentence_select";
   top.kernels = "opt::topk (one row per KV head)";
-  top.low = 0.45;
-  top.why = "blocks::select charges two reads of the scores (a radix select's passes); the kernel's later passes "
-            "re-read its row from L2 / shared memory, so DRAM sees one read and the chosen ids";
   top.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase& model) {
     // blocks::select counts 4 FLOPs per element per group.
     const double S = model.work.flops / (double(d.model->layers) * s.batch * d.hkv_cached * 4) / runs_per_step(v);

@@ -21,7 +21,7 @@ ScenarioSpec ctkvr_on_h100_nvl(const std::string& calibration) {
 // RooflineBound.CalibrationRooflineEqualsThePrintedBound, shrunk. The bound printed beside a calibrated
 // estimate kept the calibration's measured host call costs (HostThreads: call, region, per-core DRAM),
 // so CTKVR's cpu_rerank and cpu_attention cost 3.04 ms each in the "bound": TPOT 15.355 ms, against
-// 9.285 ms from `--calibration roofline`, which has none. The bound now drops them too.
+// 9.285 ms (now 9.32) from `--calibration roofline`, which has none. The bound now drops them too.
 TEST(PropertyRegressions, PrintedBoundEqualsCalibrationRooflineWithHostPhases) {
   const auto cal = loaded(ctkvr_on_h100_nvl("auto")), roof = loaded(ctkvr_on_h100_nvl("roofline"));
   const Policy& full = *policy_catalog().find("full");
@@ -31,7 +31,9 @@ TEST(PropertyRegressions, PrintedBoundEqualsCalibrationRooflineWithHostPhases) {
   EXPECT_EQ(a[0].batch, b[0].batch);
   EXPECT_NEAR(a[0].bound_tpot_s, b[0].tpot_s, 1e-12);
   EXPECT_NEAR(a[0].bound_ttft_s, b[0].ttft_s, 1e-12);
-  EXPECT_NEAR(b[0].tpot_s, 9.285e-3, 0.0005e-3);
+  // 9.285 ms until probe_dedup read every query head's cosines, not one row per KV head (yi-9b's group
+  // of 8; docs/validation/phase-bytes.md, rule 3).
+  EXPECT_NEAR(b[0].tpot_s, 9.3205e-3, 0.0005e-3);
   EXPECT_LT(a[0].bound_tpot_s, a[0].tpot_s);
 }
 
