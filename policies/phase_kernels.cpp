@@ -117,6 +117,19 @@ void score_gemm(int queries, int64_t vectors, int dim) {
   R::score_gemm(Q.get(), queries, M.get(), vectors, dim, S.get(), false, 1.f / std::sqrt(float(dim)));
 }
 
+void group_scores(int group, int64_t vectors, int dim, int kv_heads, bool bounds) {
+  Setup setup;
+  const size_t per = size_t(kv_heads) * size_t(vectors) * size_t(dim);
+  auto q = random_buffer(size_t(kv_heads) * group * dim, 28), lo = random_buffer(per, 29);
+  auto hi = bounds ? random_buffer(per, 30) : Buf<float>{size_t(1)};
+  Buf<float> out{size_t(kv_heads) * group * size_t(vectors)};
+  opt::GroupScoreParams p;
+  p.q = q.get(), p.vectors = lo.get(), p.hi = bounds ? hi.get() : nullptr, p.out = out.get();
+  p.kv_heads = kv_heads, p.group = group, p.d = dim, p.n = vectors, p.scale = 1.f / std::sqrt(float(dim));
+  setup.done();
+  O::group_scores(p);
+}
+
 void page_bound(int64_t pages, int dim, int heads) {
   Setup setup;
   auto q = random_buffer(size_t(heads) * dim, 12), lo = random_buffer(size_t(pages) * dim, 13),
@@ -152,6 +165,19 @@ void sekv_route(int rows, int dim, int d_proj, int64_t spans) {
   p.summaries = sum.get(), p.span_len = len.get(), p.spans = spans, p.q_proj = qp.get(), p.best = best.get();
   setup.done();
   O::sekv_routing(p);
+}
+
+void sekv_route_gates(int heads, int dim, int d_proj, int64_t spans) {
+  Setup setup;
+  auto q = random_buffer(size_t(heads) * dim, 25), W = random_buffer(size_t(heads) * dim * d_proj, 26),
+       sum = random_buffer(size_t(heads) * size_t(spans) * d_proj, 27);
+  Buf<int32_t> len(std::vector<int32_t>(size_t(spans), 32));
+  Buf<float> gates{size_t(heads) * size_t(spans)};
+  opt::RouteGatesParams p;
+  p.q = q.get(), p.W = W.get(), p.summaries = sum.get(), p.span_len = len.get(), p.gates = gates.get();
+  p.heads = heads, p.group = 1, p.d = dim, p.d_proj = d_proj, p.spans = spans;
+  setup.done();
+  O::route_gates(p);
 }
 
 void sekv_zoom(int64_t spans, double threshold, int rows, int span_tokens, double room) {

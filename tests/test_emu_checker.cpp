@@ -213,7 +213,9 @@ TEST(EmuChecker, EveryBarrierOfTopkAndPagedDecodeIsNeeded) {
                        File{"kernels/optimized/chess_levels.cu", "Chess"},
                        File{"kernels/optimized/centroid_recall.cu", "Centroid"},
                        File{"kernels/optimized/sekv.cu", "SekvZoom"},
-                       File{"kernels/optimized/reconstruct.cu", "SekvReconstruct"}}) {
+                       File{"kernels/optimized/reconstruct.cu", "SekvReconstruct"},
+                       File{"kernels/optimized/route_gates.cu", "RouteGates"},
+                       File{"kernels/optimized/group_scores.cu", "GroupScores"}}) {
     const auto sites = barrier_sites(f.path);
     EXPECT_FALSE(sites.empty()) << f.path;
     std::vector<const kvsim::test::CudaCaseDef*> order;

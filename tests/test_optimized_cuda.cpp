@@ -290,10 +290,38 @@ TEST(OptKernelsCoalescing, EveryLaunchUsesNinetyPercentOfItsSectorBytes) {
     p.grids = g.get(), p.chunks = c.get(), p.pages = pg.get(), p.level_counts = counts.get();
     cuda::chess_select(p);
   }
+  {  // the deployment's score GEMVs: SEKV's routing (32 heads, d' 32), sentence scores and Quest bounds
+     // (8 KV heads of 4, d 128), SEKV's reconstruction (64 blocks of 32 rows, rank 16)
+    const int64_t spans = 1000;
+    DeviceBuffer<float> q(randn(32 * 128, 20)), W(randn(32 * 128 * 32, 21)), S(randn(size_t(32 * spans * 32), 22));
+    DeviceBuffer<int32_t> len(std::vector<int32_t>(size_t(spans), 32));
+    DeviceBuffer<float> gates{size_t(32 * spans)};
+    kvsim::opt::RouteGatesParams r;
+    r.q = q.get(), r.W = W.get(), r.summaries = S.get(), r.span_len = len.get(), r.gates = gates.get();
+    r.heads = 32, r.d = 128, r.d_proj = 32, r.spans = spans;
+    cuda::route_gates(r);
+    DeviceBuffer<float> lo(randn(size_t(8 * 1000 * 128), 23)), hi(randn(size_t(8 * 1000 * 128), 24)), out{size_t(32 * 1000)};
+    kvsim::opt::GroupScoreParams g;
+    g.q = q.get(), g.vectors = lo.get(), g.out = out.get(), g.kv_heads = 8, g.group = 4, g.d = 128, g.n = 1000;
+    cuda::group_scores(g);
+    g.hi = hi.get();
+    cuda::group_scores(g);
+    const int blocks = 64, rows = 32, rank = 16, d = 128;
+    std::vector<int64_t> off(static_cast<size_t>(blocks)), at(static_cast<size_t>(blocks));
+    for (int b = 0; b < blocks; ++b) off[size_t(b)] = int64_t(b) * rank * (rows + d), at[size_t(b)] = int64_t(b) * rows;
+    DeviceBuffer<float> f(randn(size_t(blocks) * rank * (rows + d), 25)), x{size_t(blocks) * rows * d};
+    DeviceBuffer<int64_t> doff(off), dat(at);
+    DeviceBuffer<int32_t> drows(std::vector<int32_t>(size_t(blocks), rows)), drank(std::vector<int32_t>(size_t(blocks), rank));
+    kvsim::opt::ReconstructParams rc;
+    rc.factors = f.get(), rc.factor_offset = doff.get(), rc.rows = drows.get(), rc.rank = drank.get();
+    rc.out_row = dat.get(), rc.blocks = blocks, rc.d = d, rc.out = x.get();
+    cuda::sekv_reconstruct(rc);
+  }
   const auto& launches = scope.counts().launches;
   // decode 2 per lane width; split top-k 3 passes + count + write (+ tile sort, + 1 merge round at
-  // k = 8192): 6 + 5 + 7 + 5, one-block top-k 1 per order; gather 1, recall 2, CHESS 2.
-  ASSERT_EQ(launches.size(), 34u);
+  // k = 8192): 6 + 5 + 7 + 5, one-block top-k 1 per order; gather 1, recall 2, CHESS 2; routing 1,
+  // group scores 2, reconstruction 1.
+  ASSERT_EQ(launches.size(), 38u);
   if (scope.counts().sectors() == 0) GTEST_SKIP() << "this emulator does not count sectors yet";
   for (const auto& l : launches) {
     EXPECT_GE(l.efficiency(), 0.9) << l.kernel;
@@ -312,7 +340,8 @@ TEST(OptKernelsValidate, CudaCaseListIncludesTheOptimizedKernels) {
 #if defined(KVSIM_HAVE_CUDA)
   for (const char* want : {"cuda_opt_paged_decode", "cuda_opt_sparse_paged", "cuda_opt_topk", "cuda_opt_gather_runs",
                            "cuda_opt_centroid_recall", "cuda_opt_chess_select", "cuda_opt_uncertainty",
-                           "cuda_opt_sekv_zoom", "cuda_opt_sekv_reconstruct"})
+                           "cuda_opt_sekv_zoom", "cuda_opt_sekv_reconstruct", "cuda_opt_route_gates",
+                           "cuda_opt_group_scores", "cuda_opt_quest_bounds"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
 #else
   EXPECT_TRUE(names.empty());

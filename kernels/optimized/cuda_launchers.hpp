@@ -40,6 +40,12 @@ int64_t centroid_recall(const CentroidRecallParams& p);
 // ---- chess_select.cu: one warp per summary vector (float4, shuffles), then the three levels in one block ----
 ::kvsim::ref::KVSIM_CUDA_LAUNCHERS_NS::LevelCounts chess_select(const ChessSelectParams& p);
 
+// ---- route_gates.cu: SEKV's routing for deployment, every query head in one launch, a warp per 32 spans ----
+void route_gates(const RouteGatesParams& p);
+
+// ---- group_scores.cu: every query head's scores (dot or Quest bound) over its KV head's vectors, one launch ----
+void group_scores(const GroupScoreParams& p);
+
 }  // namespace kvsim::opt::KVSIM_CUDA_LAUNCHERS_NS
 
 // ---- The kernels that complete `kvsim replay --device cuda` (replay_params.hpp; issue #28 item 3) ----

@@ -112,4 +112,34 @@ struct ChessSelectParams {
   unsigned char* level_mask = nullptr;
 };
 
+
+// SEKV's routing as a deployment runs it (route_gates.cu): every query head's gate over every span in one
+// launch, fp32 (the replay keeps sekv.cu's exact twin of the host's double arithmetic). Head h projects
+// its query with its summary set's W (set h / group: group 1 = a W and summaries per query head, SEKV
+// eq. 3) and scores that set's summaries: gate = sigmoid(q W · s / sqrt(d_proj) + log |S|) (eq. 4-5).
+struct RouteGatesParams {
+  const float* q = nullptr;             // [heads, d]
+  const float* W = nullptr;             // [heads / group, d, d_proj]
+  const float* summaries = nullptr;     // [heads / group, spans, d_proj], 16-byte aligned
+  const int32_t* span_len = nullptr;    // [spans]
+  float* gates = nullptr;               // [heads, spans] out
+  int heads = 0, group = 1, d = 0, d_proj = 0;  // d <= 256; d_proj a power of two in [4, 128]
+  int64_t spans = 0;
+};
+
+
+// Every query head's scores over its KV head's stored vectors, one launch for every KV head at batch 1
+// (group_scores.cu): the score GEMV a deployment runs for SentenceKV's sentence scores (dot·scale
+// against the mean keys) and Quest's page bounds (Σ_c max(q_c·min_c, q_c·max_c) when `hi` is given,
+// `vectors` then holding each page's channel minima).
+struct GroupScoreParams {
+  const float* q = nullptr;        // [kv_heads · group, d]: query head h belongs to KV head h / group
+  const float* vectors = nullptr;  // [kv_heads, n, d], 16-byte aligned
+  const float* hi = nullptr;       // null, or [kv_heads, n, d] (Quest: the channel maxima)
+  float* out = nullptr;            // [kv_heads · group, n]
+  int kv_heads = 0, group = 1, d = 0;  // group <= 32; d / 4 a power of two, d <= 256
+  int64_t n = 0;
+  float scale = 1.f;  // applied to the dot (not to a bound)
+};
+
 }  // namespace kvsim::opt

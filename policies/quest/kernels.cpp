@@ -1,7 +1,7 @@
 // quest: the CUDA kernels that implement its GPU phases (`kvsim validate --device emu`,
-// policies/phase_kernels.hpp): the page bound and the page select per query head (the kernels
-// `kvsim replay --device cuda` runs: opt::quest_page_bound, opt::quest_select_pages), and attention over
-// the chosen page list.
+// policies/phase_kernels.hpp): the page bound per query head (opt::group_scores, the deployment's
+// kernel; the replay runs the exact opt::quest_page_bound), the page select (opt::quest_select_pages,
+// as the replay does) and attention over the chosen page list.
 #include <cmath>
 
 #include "policies/phase_kernels.hpp"
@@ -18,10 +18,10 @@ PhaseKernelLinks phase_kernels() {
   PhaseKernelLinks links;
   PhaseKernelLink bound;
   bound.phase = "page_bound";
-  bound.kernels = "opt::quest_page_bound (one launch per KV head, its group's query heads together)";
+  bound.kernels = "opt::group_scores (every query head's page bounds over its KV head's min and max keys, one launch)";
   bound.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase&) {
-    const int group = int(d.hq / d.hkv);
-    for (int h = 0; h < int(d.hkv); ++h) kernel_blocks::page_bound(int64_t(pages(v, s)), d.model->head_dim, group);
+    // The deployment's kernel; the replay runs opt::quest_page_bound, the host's order repeated.
+    kernel_blocks::group_scores(int(d.hq / d.hkv), int64_t(pages(v, s)), d.model->head_dim, int(d.hkv), true);
   };
   links.push_back(bound);
   PhaseKernelLink top;

@@ -1,6 +1,6 @@
 // sekv: the CUDA kernels that implement its GPU phases (`kvsim validate --device emu`,
 // policies/phase_kernels.hpp): routing (each query head's projection and its gates over the span
-// summaries, opt::sekv_routing), the zoom (threshold, then the budget in decreasing gate,
+// summaries, opt::route_gates: the deployment's kernel, not the replay's exact opt::sekv_routing), the zoom (threshold, then the budget in decreasing gate,
 // opt::sekv_zoom), the reconstruction (opt::sekv_reconstruct), the factors' fetch and the two attention
 // stages. Each shape is read back from its phase's FLOPs and bytes (the inverse of cost.cpp's counts).
 #include <algorithm>
@@ -31,15 +31,15 @@ PhaseKernelLinks phase_kernels() {
     if (v.empty()) v = param_table().values(param_table().read(v));
     v[param_table().index(&Params::budget_ratio)] = 0.2;
   };
-  links.probe_why = "sekv runs at budget_ratio 0.2 (default 0.1): at 16K tokens the default budget leaves no room to "
+  links.probe_why = "sekv runs at budget_ratio 0.2 (default 0.1): at the probe's default 16K tokens the default budget leaves no room to "
                     "zoom, and fetch_factors, reconstruct and fine_attention would have no work";
   PhaseKernelLink route;
   route.phase = "route";
-  route.kernels = "opt::sekv_routing (per query head: its projection, then its gates over the summaries)";
+  route.kernels = "opt::route_gates (every query head in one launch: its projection, then a warp per 32 summaries)";
   route.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase& model) {
-    const int64_t spans = int64_t(spans_of(d, v, s, model));
-    for (int h = 0; h < int(d.hq); ++h)
-      kernel_blocks::sekv_route(1, d.model->head_dim, int(param_table().read(v).routing_dim), spans);
+    // The deployment's kernel; the replay runs opt::sekv_routing, the host's double arithmetic repeated.
+    kernel_blocks::sekv_route_gates(int(d.hq), d.model->head_dim, int(param_table().read(v).routing_dim),
+                                    int64_t(spans_of(d, v, s, model)));
   };
   links.push_back(route);
   PhaseKernelLink zoom;

@@ -21,11 +21,11 @@ PhaseKernelLinks phase_kernels() {
   PhaseKernelLinks links;
   PhaseKernelLink score;
   score.phase = "sentence_score";
-  score.kernels = "ref::score_gemm (the group's queries against the mean keys, per KV head)";
+  score.kernels = "opt::group_scores (every query head against its KV head's mean keys, every KV head in one launch)";
   score.run = [](const Deployment& d, const ParamValues& v, const StepShape& s, const Phase& model) {
     const double S = scored_vectors(d, s, model, d.hq, d.model->head_dim) / runs_per_step(v);
-    for (int h = 0; h < int(d.hkv_cached); ++h)
-      kernel_blocks::score_gemm(int(d.hq / d.hkv_cached), int64_t(std::llround(S)), d.model->head_dim);
+    kernel_blocks::group_scores(int(d.hq / d.hkv_cached), int64_t(std::llround(S)), d.model->head_dim,
+                                int(d.hkv_cached), false);
   };
   score.runs_per_step = runs_per_step;
   links.push_back(score);

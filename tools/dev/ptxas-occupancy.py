@@ -65,7 +65,7 @@ LAUNCH = {
     "query_projection_kernel": (256, 0, ""), "routing_gate_kernel": (256, 0, ""),
     "slice_state_kernel": (256, 0, ""), "row_result_kernel": (32, 0, ""),
     "zoom_candidates_kernel": (256, 0, ""), "zoom_budget_kernel": (1024, 0, ""), "zoom_fused_kernel": (1024, 0, ""),
-    "reconstruct_kernel": (256, 0, ""), "span_svd_kernel": (1, 0, ""),
+    "reconstruct_kernel": (256, 0, ""), "route_gates_kernel": (256, 0, ""), "group_scores_kernel": (256, 0, ""), "span_svd_kernel": (1, 0, ""),
 }
 
 ENTRY = re.compile(r"Compiling entry function '([^']+)' for 'sm_(\d+)'")
