@@ -86,6 +86,7 @@ std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& h
       emu::Counts counts;
       {
         emu::CountScope scope;
+        emu::KeepSectorIds keep;
         link->run(d, pv, st, ph);
         counts = scope.counts();
       }
@@ -101,6 +102,28 @@ std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& h
         r.useful_bytes += double(l.useful_bytes());
         r.launches += 1;
       }
+      // Several launches of one call whose sectors together fit the GPU's L2: a later launch finds what an
+      // earlier one brought in (the split top-k's passes over a row, a merge re-reading the partials it
+      // wrote), so DRAM sees each sector once for the call, not once per launch.
+      if (r.counts.launches.size() > 1 && ph.device != Device::pcie) {
+        std::vector<uint64_t> read, written;
+        for (const emu::LaunchCounts& l : r.counts.launches) {
+          read.insert(read.end(), l.read_sector_ids.begin(), l.read_sector_ids.end());
+          written.insert(written.end(), l.written_sector_ids.begin(), l.written_sector_ids.end());
+        }
+        for (auto* v : {&read, &written}) {
+          std::sort(v->begin(), v->end());
+          v->erase(std::unique(v->begin(), v->end()), v->end());
+        }
+        const double call = 32.0 * double(read.size() + written.size());
+        if (gpu.l2_bytes > 0 && call <= gpu.l2_bytes && call < r.dram_bytes) {
+          double host = 0;
+          for (const emu::LaunchCounts& l : r.counts.launches) host += 32.0 * double(l.host_sectors);
+          r.dram_bytes = call + host;
+          r.call_in_l2 = true;
+        }
+      }
+      for (emu::LaunchCounts& l : r.counts.launches) l.read_sector_ids = {}, l.written_sector_ids = {};
       r.memsets = double(counts.memsets);
       r.host_syncs = double(counts.host_syncs);
       if (ph.device == Device::pcie) r.dram_bytes += double(counts.copy_bytes);  // cudaMemcpy[Async] bytes
@@ -149,7 +172,7 @@ std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const 
     if (r.sector_bytes > 0) std::snprintf(eff, sizeof eff, "%6.0f%%", 100 * r.useful_bytes / r.sector_bytes);
     std::snprintf(b, sizeof b, "%-11s %-17s %9s %7s %9s %9s %s %6.0f %5.0f %5.0f %6.2f %6s%s  %s\n",
                   r.policy.c_str(), r.phase.c_str(), num(r.model_bytes).c_str(), num(r.model_launches).c_str(),
-                  num(r.dram_bytes).c_str(), num(r.sector_bytes).c_str(), eff, r.launches, r.memsets,
+                  (num(r.dram_bytes) + (r.call_in_l2 ? "*" : "")).c_str(), num(r.sector_bytes).c_str(), eff, r.launches, r.memsets,
                   r.host_syncs, r.ratio, r.within() ? "ok" : "OUT", timed(r).c_str(), r.kernels.c_str());
     o << b;
     if (!r.why.empty()) {
@@ -161,7 +184,8 @@ std::string phase_traffic_table(const std::vector<PhaseTrafficRow>& rows, const 
   for (const auto& r : rows)
     if (!r.probe_why.empty() && probes.find(r.probe_why) == std::string::npos) probes += "\n" + r.probe_why + ".";
   if (!probes.empty()) o << probes << "\n";
-  o << "\nDRAM B = distinct 32-byte sectors the kernels touched (DRAM traffic when a launch's working set fits L2); "
+  o << "\nDRAM B = distinct 32-byte sectors the kernels touched (DRAM traffic when a launch's working set fits L2; "
+       "* = counted once for the whole call, whose launches' sectors together fit the GPU's L2); "
        "request B = sectors of every warp-level request (repeats count); useful = bytes the lanes asked for / request "
        "B; ratio = DRAM B / model B; bound: within the link's allowed range (+-10% unless explained).\n";
   return o.str();
@@ -190,6 +214,7 @@ std::string phase_traffic_json(const std::vector<PhaseTrafficRow>& rows, const T
       x["host_syncs"] = r.host_syncs;
       x["kernel_launches"] = r.kernel_names;
       x["ratio"] = r.ratio;
+      x["dram_counted_per"] = r.call_in_l2 ? "call" : "launch";
       x["allowed"] = {r.low, r.high};
       x["within"] = r.within();
       if (!r.why.empty()) x["why"] = r.why;

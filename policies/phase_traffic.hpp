@@ -35,6 +35,9 @@ struct PhaseTrafficRow {
   double dram_bytes = 0, sector_bytes = 0, useful_bytes = 0, launches = 0, memsets = 0, host_syncs = 0;
   std::vector<std::string> kernel_names;  // the launches counted, in order
   double ratio = 0;                       // dram_bytes / model_bytes
+  // Several launches whose sectors together fit the GPU's L2: dram_bytes counts each sector once for the
+  // call (a later launch finds it in L2), not once per launch.
+  bool call_in_l2 = false;
   double low = 0.9, high = 1.1;
   std::string why;  // the link's explanation of a range wider than +-10%
   std::string probe_why;  // the policy runs at other parameter values than its defaults here, and why

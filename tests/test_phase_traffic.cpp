@@ -130,3 +130,36 @@ TEST(PhaseTraffic, TheCliPrintsJsonPerPhaseAndRefusesAnUnknownPolicy) {
   EXPECT_EQ(csv.exit_code, 2);
   EXPECT_NE(csv.out.find("--format"), std::string::npos) << csv.out;
 }
+
+// A call of several launches whose sectors together fit L2 counts each sector once (issue 42 item 2):
+// Quest's select at 128K splits its rows of 8192 pages over blocks, and each pass re-reads the row,
+// which DRAM sees once. Under the per-launch count the same row is counted at every pass. The emulator
+// keeps the sector sets only while asked (KeepSectorIds), and they match the counts.
+TEST(PhaseTraffic, ACallWhoseSectorsFitL2CountsEachSectorOnce) {
+  const GpuSpec g = load_gpu_file(resolve(LibraryKind::hardware, "h100-sxm", "test", 0, "hardware"));
+  const HostSpec h = load_host_file(resolve(LibraryKind::host, g.default_host, "test", 0, "host"));
+  TrafficShape shape;
+  shape.context = 131072;
+  bool seen = false;
+  for (const PhaseTrafficRow& r : phase_traffic(g, h, shape, {"quest"})) {
+    if (r.phase != "topk_pages") continue;
+    seen = true;
+    ASSERT_GT(r.counts.launches.size(), 1u);
+    double per_launch = 0;
+    for (const auto& l : r.counts.launches) {
+      per_launch += double(l.unique_bytes());
+      EXPECT_TRUE(l.read_sector_ids.empty());  // dropped once the union is taken
+    }
+    EXPECT_TRUE(r.call_in_l2);
+    EXPECT_LT(r.dram_bytes, 0.5 * per_launch);
+    EXPECT_GE(r.dram_bytes, r.model_bytes);  // the scores at least once
+  }
+  EXPECT_TRUE(seen);
+  kvsim::emu::CountScope scope;
+  {
+    kvsim::emu::KeepSectorIds keep;
+    kvsim::kernel_blocks::topk(2, 10000, 50);
+  }
+  for (const auto& l : scope.counts().launches)
+    EXPECT_EQ(l.read_sector_ids.size() + l.written_sector_ids.size(), l.unique_sectors) << l.kernel;
+}

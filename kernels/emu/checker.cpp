@@ -541,6 +541,8 @@ std::string launch_end(LaunchCounts* counts) {
     counts->atomic_useful_bytes = t.atomic_useful_bytes;
     counts->unique_sectors = t.unique_sectors;
     counts->unique_read_sectors = t.unique_read_sectors;
+    counts->read_sector_ids = std::move(st().traffic_counts.read_sector_ids);
+    counts->written_sector_ids = std::move(st().traffic_counts.written_sector_ids);
     counts->host_sectors = t.host_sectors, counts->host_load_sectors = t.host_load_sectors;
     counts->chain_global = t.chain_global, counts->chain_shared = t.chain_shared, counts->barriers = t.barriers;
     const StaticSharedTable& table = static_shared();

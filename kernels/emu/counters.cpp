@@ -3,6 +3,7 @@
 namespace kvsim::emu {
 namespace {
 thread_local CountScope* innermost = nullptr;
+thread_local bool keep_ids = false;
 }  // namespace
 
 uint64_t Counts::sectors() const {
@@ -39,5 +40,9 @@ void CountSink::copy(size_t bytes, bool blocking) {
 void CountSink::host_sync() {
   for (CountScope* s = innermost; s; s = s->outer_) ++s->counts_.host_syncs;
 }
+
+KeepSectorIds::KeepSectorIds() : saved_(keep_ids) { keep_ids = true; }
+KeepSectorIds::~KeepSectorIds() { keep_ids = saved_; }
+bool CountSink::keep_sector_ids() { return keep_ids; }
 
 }  // namespace kvsim::emu

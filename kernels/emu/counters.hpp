@@ -36,6 +36,10 @@ struct LaunchCounts {
   // Of those, the sectors it read (loads and atomics): the share of its load instructions' sectors that
   // are first touches (DRAM) rather than repeats (L2) is unique_read_sectors / (load + atomic sectors).
   uint64_t unique_read_sectors = 0;
+  // The distinct sectors themselves (sorted sector numbers, read and written apart), kept only while a
+  // KeepSectorIds is alive on the thread: a caller that asks what several launches move together (the
+  // union over a call whose working set stays in L2) needs the sets, not their sizes.
+  std::vector<uint64_t> read_sector_ids, written_sector_ids;
   // Distinct sectors of mapped pinned host memory the launch touched (a zero-copy gather): they cross
   // the host link, so they are not in unique_sectors. The per-instruction counts above include them.
   uint64_t host_sectors = 0;
@@ -103,9 +107,23 @@ class CountPause {
   CountScope* saved_;
 };
 
+// RAII: while alive, each counted launch also keeps its distinct sectors (LaunchCounts::read_sector_ids,
+// written_sector_ids). Off by default: a large launch's sets are megabytes.
+class KeepSectorIds {
+ public:
+  KeepSectorIds();
+  ~KeepSectorIds();
+  KeepSectorIds(const KeepSectorIds&) = delete;
+  KeepSectorIds& operator=(const KeepSectorIds&) = delete;
+
+ private:
+  bool saved_;
+};
+
 // ---- called by the emulator itself ----
 struct CountSink {
   static bool active();  // any scope alive on this thread
+  static bool keep_sector_ids();  // a KeepSectorIds alive on this thread
   static void launch(const LaunchCounts& c);
   static void memset_op();
   static void copy(size_t bytes, bool blocking);

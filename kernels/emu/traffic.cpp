@@ -99,11 +99,16 @@ void TrafficCounter::flush(LaunchCounts& c) {
 
 void TrafficCounter::finish_launch(LaunchCounts& c) {
   // A sector read and written (an update in place) crosses the DRAM bus twice; one read many times, once.
+  const bool keep = CountSink::keep_sector_ids();
   for (auto* v : {&launch_read_, &launch_written_}) {
     std::sort(v->begin(), v->end());
     const uint64_t distinct = uint64_t(std::unique(v->begin(), v->end()) - v->begin());
     c.unique_sectors += distinct;
     if (v == &launch_read_) c.unique_read_sectors += distinct;
+    if (keep) {
+      auto& ids = v == &launch_read_ ? c.read_sector_ids : c.written_sector_ids;
+      ids.assign(v->begin(), v->begin() + std::ptrdiff_t(distinct));
+    }
     v->clear();
   }
   std::sort(launch_host_.begin(), launch_host_.end());
