@@ -302,7 +302,9 @@ int64_t sekv_zoom(const ZoomParams& p) {
   if (p.spans <= kFusedSpans) {
     int64_t cap = 1;
     while (cap < p.spans) cap <<= 1;
-    KVSIM_LAUNCH(zoom_fused_kernel, unsigned(p.rows), kBudgetThreads)(p, cap);
+    // A block as wide as the row's words (at least a warp): a short row does not pay 1024 threads' barriers.
+    const unsigned threads = unsigned(cap < 32 ? 32 : cap < kBudgetThreads ? cap : kBudgetThreads);
+    KVSIM_LAUNCH(zoom_fused_kernel, unsigned(p.rows), threads)(p, cap);
     check::check(cudaGetLastError(), "opt::sekv_zoom (fused)");
   } else {
     zoom_ranked(p);
