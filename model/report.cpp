@@ -263,41 +263,111 @@ nlohmann::json plan_json(const Scenario& s, const std::vector<PlanResult>& resul
   return j;
 }
 
-std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results) {
+namespace {
+// The glance's line for one policy: "  quest       hbm: mlp 46%, page_bound 14% | TPOT 8.30-13.57 ms (80%) |
+// 6 extrapolated, 3 kernel models". Pieces are dropped from the right of each part until it fits.
+std::string glance_line(const Scenario& s, const PlanResult& r) {
+  constexpr size_t kWidth = 120;
+  char head[64];
+  std::snprintf(head, sizeof head, "  %-11s ", std::string(r.policy->name()).c_str());
+  const std::string name = head;
+  if (!r.feasible) return name + "infeasible (largest batch that fits: " + std::to_string(r.memory.max_batch) + ")";
+  std::vector<const PhaseResult*> ph;
+  for (const auto& p : r.decode) ph.push_back(&p);
+  std::stable_sort(ph.begin(), ph.end(), [](auto* a, auto* b) { return a->seconds > b->seconds; });
+  std::vector<std::string> top;
+  for (size_t i = 0; i < ph.size() && i < 2; ++i)
+    if (i == 0 || ph[i]->seconds >= 0.05 * r.tpot_s)
+      top.push_back(std::string(ph[i]->phase.name) + " " + fmt("%.0f%%", 100 * ph[i]->seconds / r.tpot_s));
+  std::vector<std::string> flags;
+  const auto count = [&](size_t n, const char* one, const char* many) {
+    if (n) flags.push_back(std::to_string(n) + " " + (n == 1 ? one : many));
+  };
+  count(r.extrapolated_phases().size(), "extrapolated", "extrapolated");
+  count(r.unmeasured_phases(s.calibration).size(), "unmeasured", "unmeasured");
+  count(r.modeled_phases().size(), "kernel model", "kernel models");
+  count(r.notes.size(), "note", "notes");
+  const std::string range = r.tpot_hi_s > 0 ? "TPOT " + fmt("%.2f", r.tpot_lo_s * 1e3) + "-" + fmt("%.2f", r.tpot_hi_s * 1e3) + " ms (80%)" : "";
+  for (;;) {
+    std::string line = name + std::string(to_string(r.dominant)) + ":";
+    for (size_t i = 0; i < top.size(); ++i) line += (i ? ", " : " ") + top[i];
+    if (!range.empty()) line += " | " + range;
+    if (!flags.empty()) {
+      line += " |";
+      for (size_t i = 0; i < flags.size(); ++i) line += (i ? ", " : " ") + flags[i];
+    }
+    if (line.size() <= kWidth || (top.size() <= 1 && flags.empty())) return line;
+    if (top.size() > 1) top.pop_back();
+    else flags.pop_back();
+  }
+}
+
+// The legend under the glance: each flag said once, then where the rest is.
+void glance_legend(std::ostream& o, bool calibrated) {
+  o << "\nbound: what the decode step waits on longest, then its largest phases"
+    << (calibrated ? "; TPOT range: 80% odds (docs/uncertainty.md).\n" : ".\n");
+  o << "extrapolated: efficiency read outside its measured range; unmeasured: a fallback constant, no kernel measurement;\n"
+       "kernel model: priced by docs/validation/kernel-models.md; notes: the policy's own caveats.\n"
+       "--detail: every phase, range, bound and note under each policy; --format json keeps every field.\n";
+}
+}  // namespace
+
+std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results, bool detail) {
   std::ostringstream o;
   const Workload& w = s.workload;
   o << "kvsim plan: " << s.model.name << " (" << fmt("%.2f", s.model.total_params() / 1e9) << "B params) on "
     << s.gpu.name << " + host " << s.host.name << ", TP " << w.tensor_parallel << ", weights "
     << to_string(w.weight_dtype) << ", KV " << to_string(w.kv_dtype) << "\n";
-  o << "calibration: " << s.calibration.name
-    << (s.calibration.calibrated ? " (estimates; the roofline bound is shown under each policy; --calibration roofline for the bound alone)"
-                                 : " (uncalibrated: efficiencies 1.0, times are lower bounds)")
-    << "\n";
-  if (s.calibration.calibrated && !s.calibration.description.empty())
-    o << "  " << s.calibration.description << "\n";
   const std::vector<UnverifiedConstant> unverified = unverified_in_force(s.gpu.name, s.host.name);
-  if (!unverified.empty()) {
-    o << "unverified constants in force (no primary source; the file's comment says why):";
-    for (size_t i = 0; i < unverified.size(); ++i)
-      o << (i ? ";" : "") << " " << unverified[i].file << ":" << unverified[i].line << " " << unverified[i].key;
+  if (!detail) {
+    o << "calibration: " << s.calibration.name
+      << (s.calibration.calibrated ? " (estimates; --detail for its sources and the roofline bound)"
+                                   : " (uncalibrated: efficiencies 1.0, times are lower bounds)");
+    if (!unverified.empty())
+      o << "\n" << unverified.size() << " unverified constant" << (unverified.size() > 1 ? "s" : "")
+        << " in force (no primary source): --detail names them";
     o << "\n";
+  } else {
+    o << "calibration: " << s.calibration.name
+      << (s.calibration.calibrated ? " (estimates; the roofline bound is shown under each policy; --calibration roofline for the bound alone)"
+                                   : " (uncalibrated: efficiencies 1.0, times are lower bounds)")
+      << "\n";
+    if (s.calibration.calibrated && !s.calibration.description.empty())
+      o << "  " << s.calibration.description << "\n";
+    if (!unverified.empty()) {
+      o << "unverified constants in force (no primary source; the file's comment says why):";
+      for (size_t i = 0; i < unverified.size(); ++i)
+        o << (i ? ";" : "") << " " << unverified[i].file << ":" << unverified[i].line << " " << unverified[i].key;
+      o << "\n";
+    }
   }
   int64_t last_ctx = -1;
+  std::vector<const PlanResult*> context_rows;  // the glance lines of the context being printed
+  const auto flush_glance = [&] {
+    if (detail || context_rows.empty()) return;
+    o << "\n";
+    for (const PlanResult* r : context_rows) o << glance_line(s, *r) << "\n";
+    context_rows.clear();
+  };
   for (const PlanResult& r : results) {
     if (r.context_tokens != last_ctx) {
+      flush_glance();
       last_ctx = r.context_tokens;
       o << "\ncontext " << r.context_tokens << " + " << r.output_tokens << " output tokens, TP " << w.tensor_parallel
-        << " (xput/full: each at its own batch; \"at full KV's batch\" lines: at equal batch)\n";
+        << (detail ? " (xput/full: each at its own batch; \"at full KV's batch\" lines: at equal batch)\n"
+                   : " (xput/full: each at its own batch)\n");
       char head[200];
       std::snprintf(head, sizeof head, "  %-12s %6s %6s %9s %10s %11s %8s %8s %8s %8s  %s\n", "policy", "batch", "max",
                     "TPOT ms", "TTFT ms", "tok/s/GPU", "xput/full", "KV/full", "HBM GiB", "KV GiB", "bound");
       o << head;
     }
     char row[256];
+    if (!detail) context_rows.push_back(&r);
     if (!r.feasible) {
       std::snprintf(row, sizeof row, "  %-12s %6s %6lld  infeasible: ", std::string(r.policy->name()).c_str(), "-",
                     (long long)r.memory.max_batch);
       o << row << r.reason << "\n";
+      if (!detail) continue;
       index_line(o, r);
       for (const auto& n : r.notes) o << "    note: " << n << "\n";
       continue;
@@ -309,6 +379,7 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
                   ratio(r.kv_hbm_vs_full, "%.3f").c_str(), r.memory.hbm_bytes / kGiB,
                   (r.memory.kv_hbm_bytes + r.memory.kv_dram_bytes) / kGiB, std::string(to_string(r.dominant)).c_str());
     o << row;
+    if (!detail) continue;
     range_line(o, r);
     at_full_batch_line(o, r, w.tensor_parallel);
     index_line(o, r);
@@ -340,6 +411,8 @@ std::string plan_table(const Scenario& s, const std::vector<PlanResult>& results
     modeled_line(o, r.modeled_phases());
     for (const auto& n : r.notes) o << "    note: " << n << "\n";
   }
+  flush_glance();
+  if (!detail && !results.empty()) glance_legend(o, s.calibration.calibrated);
   return o.str();
 }
 

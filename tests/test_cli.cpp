@@ -12,12 +12,45 @@
 
 using namespace kvsim;
 
-TEST(Cli, DefaultPlanRunsAndPrintsATable) {
+// Issue 43 item 2: the default plan reads at a glance — one screen (at most 30 lines of at most 120
+// columns): the table, one line per policy with its bottleneck, range and flags counted, a legend said
+// once. --detail adds, under each policy, what the glance counts.
+TEST(Cli, DefaultPlanFitsOneScreenAndDetailAddsEveryPhase) {
   const auto r = test::run_kvsim("plan");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("llama-3.1-8b"), std::string::npos);
   EXPECT_NE(r.out.find("context 131072"), std::string::npos);
-  EXPECT_NE(r.out.find("decode step: attention"), std::string::npos) << r.out;
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  EXPECT_LE(lines.size(), 30u) << r.out;
+  for (const auto& line : lines) EXPECT_LE(line.size(), 120u) << line;
+  EXPECT_EQ(r.out.find("decode step:"), std::string::npos) << r.out;  // per-phase lines only with --detail
+  const auto d = test::run_kvsim("plan --detail");
+  EXPECT_EQ(d.exit_code, 0) << d.out;
+  for (const std::string policy : {"full", "streaming", "snapkv", "quest", "chess", "sentencekv", "chunkkv", "sekv", "ctkvr"}) {
+    // Each policy: one glance line by default ("  name  bound: phase N% ..."), its phases with --detail.
+    size_t glance = 0;
+    for (const auto& line : lines)
+      if (line.rfind("  " + policy + " ", 0) == 0 && line.find(": ") != std::string::npos && line.find('%') != std::string::npos)
+        ++glance;
+    EXPECT_EQ(glance, 1u) << policy << "\n" << r.out;
+    const size_t row = d.out.find("\n  " + policy + " ");
+    ASSERT_NE(row, std::string::npos) << policy;
+    size_t next = d.out.find('\n', row + 1);  // the next policy's row: two spaces, then a name
+    while (next != std::string::npos && !(d.out.compare(next, 3, "\n  ") == 0 && next + 3 < d.out.size() &&
+                                          d.out[next + 3] != ' '))
+      next = d.out.find('\n', next + 1);
+    const std::string block = d.out.substr(row, next == std::string::npos ? std::string::npos : next - row);
+    for (const char* what : {"    80% range (docs/uncertainty.md): TPOT ", "    decode step: ", "    roofline bound: TPOT "})
+      EXPECT_NE(block.find(what), std::string::npos) << policy << " lacks '" << what << "'\n" << block;
+  }
+  // The legend says each flag once; the detail needs none.
+  for (const char* flag : {"extrapolated: ", "unmeasured: ", "kernel model: ", "--detail: "}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+    EXPECT_EQ(d.out.find(std::string("\n") + flag), std::string::npos) << flag;
+  }
+  EXPECT_NE(d.out.find("unverified constants in force (no primary source; the file's comment says why): "), std::string::npos);
 }
 
 TEST(Cli, JsonFollowsTheSchema) {
@@ -96,7 +129,7 @@ TEST(Cli, PlanComparesAtFullKvBatchAndStatesTp) {
                                             "hardware: h100-sxm\nmodel: llama-3.1-8b\nworkload:\n"
                                             "  context_tokens: 131072\n  output_tokens: 1024\n  batch: max\n"
                                             "  tensor_parallel: 2\npolicies: [full, ctkvr]\n");
-  const auto t = test::run_kvsim("plan " + path);
+  const auto t = test::run_kvsim("plan " + path + " --detail");
   ASSERT_EQ(t.exit_code, 0) << t.out;
   EXPECT_NE(t.out.find(", TP 2, weights"), std::string::npos) << t.out;                     // first line
   EXPECT_NE(t.out.find("context 131072 + 1024 output tokens, TP 2 ("), std::string::npos) << t.out;  // per context

@@ -642,7 +642,7 @@ TEST(Policies, SekvSaysWhenThereIsNoRoomToZoom) {
   EXPECT_NE(c.notes[0].find("leaves 12 token-equivalents"), std::string::npos) << c.notes[0];
   EXPECT_NE(c.notes[0].find("less than one span of 32 tokens"), std::string::npos) << c.notes[0];
   // The note is in the table and the JSON.
-  const auto t = test::run_kvsim("plan --policy sekv --context 4096 --batch 1");
+  const auto t = test::run_kvsim("plan --policy sekv --context 4096 --batch 1 --detail");
   ASSERT_EQ(t.exit_code, 0) << t.out;
   EXPECT_NE(t.out.find("    note: no room to zoom: the full-resolution set alone"), std::string::npos) << t.out;
   const auto j = test::run_kvsim("plan --policy sekv --context 4096,65536 --batch 1 --format json");
@@ -779,7 +779,7 @@ TEST(Policies, ChoiceParametersInScenariosAndSet) {
 
 // The default plan compares every policy side by side with speedup and memory against full KV.
 TEST(Policies, PlanTableComparesAgainstFull) {
-  const auto r = test::run_kvsim("plan --context 32768");
+  const auto r = test::run_kvsim("plan --context 32768 --detail");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* name : {"full", "streaming", "snapkv", "quest", "chess", "sentencekv", "chunkkv", "sekv", "ctkvr"})
     EXPECT_NE(r.out.find(std::string("\n  ") + name + " "), std::string::npos) << name;

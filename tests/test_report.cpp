@@ -120,7 +120,7 @@ TEST(Report, PlanPageCarriesThePlanItsTableAndEveryWarning) {
     EXPECT_NE(html.find(tpot), std::string::npos) << tpot;
   }
   // The lines the CLI prints under a policy's row are under it on the page, word for word.
-  const RunResult table = run_kvsim("plan --context 16384,65536 --policy full --policy quest --policy ctkvr");
+  const RunResult table = run_kvsim("plan --context 16384,65536 --policy full --policy quest --policy ctkvr --detail");
   ASSERT_EQ(table.exit_code, 0) << table.out;
   int lines = 0;
   std::istringstream in(table.out);

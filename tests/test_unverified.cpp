@@ -41,7 +41,7 @@ TEST(Unverified, TheDefaultPlanNamesTheUnverifiedConstantsItRunsWith) {
   for (const auto& u : doc["unverified_constants"]) keys.push_back(u["file"].get<std::string>() + " " + u["key"].get<std::string>());
   EXPECT_NE(std::find(keys.begin(), keys.end(), "hardware/h100-sxm.yaml launch.kernel_us"), keys.end()) << doc["unverified_constants"];
   EXPECT_NE(std::find(keys.begin(), keys.end(), "hosts/sapphire-rapids-2s.yaml all_core_clock_ghz"), keys.end());
-  const auto t = test::run_kvsim("plan");
+  const auto t = test::run_kvsim("plan --detail");
   ASSERT_EQ(t.exit_code, 0) << t.out;
   EXPECT_NE(t.out.find("unverified constants in force (no primary source; the file's comment says why): "
                        "hardware/h100-sxm.yaml:29 launch.kernel_us"),

@@ -259,7 +259,7 @@ TEST(ValidateCli, PlanFlagsAPhaseWithAFallbackEfficiencyAsUnmeasured) {
 
 TEST(ValidateCli, PlanTableAndCsvNameTheUnmeasuredPhases) {
   const std::string cal = test::write_temp("gemm_constant_t.yaml", std::string(kHead) + "phases:\n  gemm: {hbm: 0.5}\n");
-  const auto t = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --calibration '" + cal + "'");
+  const auto t = test::run_kvsim("plan --policy quest --context 32768 --batch 1 --detail --calibration '" + cal + "'");
   ASSERT_EQ(t.exit_code, 0) << t.out;
   EXPECT_NE(t.out.find("    unmeasured (fallback efficiency, no kernel measurement):"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("mlp (gemm/hbm: constant 0.50 from t phases.gemm.hbm)"), std::string::npos) << t.out;

@@ -50,6 +50,7 @@ void emit(const std::string& text, const std::string& out_path) {
 
 struct PlanOptions {
   std::string scenario, format = "table", out, timeline;
+  bool detail = false;  // the table: every phase, range and note under each policy, not the glance
   Overrides o;
   std::string hardware, host, model, calibration, context, output, batch;
   TargetOptions* target = nullptr;  // --target-tpot / --target-throughput (tools/kvsim/target_plan_cmd.cpp)
@@ -75,7 +76,7 @@ int run_plan(PlanOptions& p) {
   }
   if (p.format == "json") emit(plan_json(s, results).dump(2) + "\n", p.out);
   else if (p.format == "csv") emit(plan_csv(s, results), p.out);
-  else emit(plan_table(s, results), p.out);
+  else emit(plan_table(s, results, p.detail), p.out);
   return 0;
 }
 
@@ -130,6 +131,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanOptions& plan) {
   cmd_plan->add_option("scenario", plan.scenario, "scenario YAML (default: scenarios/default.yaml)");
   cmd_plan->add_option("--format", plan.format, "output format")->check(CLI::IsMember({"table", "json", "csv"}));
   cmd_plan->add_option("-o,--out", plan.out, "write to FILE (atomically) instead of standard output");
+  cmd_plan->add_flag("--detail", plan.detail,
+                     "table format: under each policy its 80% range and evidence, the decode step's phases, the roofline "
+                     "bound, the phases extrapolated, unmeasured or kernel-modeled, and its notes (default: one line each)");
   cmd_plan->add_option("--timeline", plan.timeline,
                        "write the decode step of each result as a Chrome trace-event JSON (open in Perfetto)");
   cmd_plan->add_option("--hardware", plan.hardware, "GPU: a name from `kvsim hardware list` or a YAML path");
