@@ -19,8 +19,9 @@ void sync_file(int fd, const std::string& path) {
 }
 
 void sync_parent_directory(const std::string& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
+  // Built in one expression: GCC 12's -Wrestrict misreads an assignment of "." to the string (GCC bug 105329).
+  const std::string parent = std::filesystem::path(path).parent_path().string();
+  const std::string dir = parent.empty() ? std::string(1, '.') : parent;
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     throw_input_error(path, 0, "", "cannot open its directory '" + dir + "' to flush it: " + std::strerror(errno));

@@ -40,6 +40,27 @@ bool find_allowed(const std::string& m, std::string& out) {
 
 }  // namespace
 
+std::vector<std::string> allowed_items(const std::string& allowed) {
+  std::vector<std::string> items;
+  std::string cur;
+  int depth = 0;
+  const auto push = [&] {
+    size_t b = cur.find_first_not_of(' '), e = cur.find_last_not_of(' ');
+    std::string t = b == std::string::npos ? "" : cur.substr(b, e - b + 1);
+    if (t.rfind("or ", 0) == 0) t.erase(0, 3);
+    if (!t.empty()) items.push_back(t);
+    cur.clear();
+  };
+  for (const char c : allowed) {
+    if (c == '[' || c == '(' || c == '{') ++depth;
+    if ((c == ']' || c == ')' || c == '}') && depth > 0) --depth;
+    if (c == ',' && depth == 0) push();
+    else cur += c;
+  }
+  push();
+  return items;
+}
+
 ErrorParts error_parts(const std::string& message) {
   ErrorParts p;
   p.has_value = find_value(message, p.value);

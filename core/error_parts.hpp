@@ -5,6 +5,7 @@
 // instead of by each caller.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -22,6 +23,9 @@ struct ErrorParts {
 //   allowed: "allowed: A", "allowed <qualifier>: A", "available[ in DIR]: A", "its parameters: A",
 //            "one of A", "expected A"
 ErrorParts error_parts(const std::string& message);
+// The allowed text as its items: split at the commas outside brackets and parentheses, a leading "or "
+// dropped ("local, ray" -> {local, ray}; "a number in [0, 1]" -> one item). Empty for an empty text.
+std::vector<std::string> allowed_items(const std::string& allowed);
 inline ErrorParts error_parts(const InputError& e) { return error_parts(e.message.empty() ? e.what() : e.message); }
 
 }  // namespace kvsim

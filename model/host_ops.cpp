@@ -97,7 +97,8 @@ double ThreadScaling::gain(double cores, double n0) const {
 }
 
 double ThreadScaling::slow_gain(double cores, double n0) const {
-  const ThreadScaling slow{.sigma = slow_sigma, .kappa = slow_kappa};
+  ThreadScaling slow;  // the slow fit alone (no source, no slow end of its own)
+  slow.sigma = slow_sigma, slow.kappa = slow_kappa;
   return slow.gain(cores, n0);
 }
 

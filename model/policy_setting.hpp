@@ -16,10 +16,12 @@ struct PolicySetting {
 
 // Splits `text` at the first '.' and the first '=' after it. Throws InputError on the command line,
 // naming `field` (e.g. "--set") and the expected `form` (e.g. "POLICY.PARAM=VALUE").
-PolicySetting parse_policy_setting(const std::string& text, const std::string& field, const std::string& form);
+PolicySetting parse_policy_setting(const std::string& text, const std::string& field, const std::string& form,
+                                   const std::string& origin = "command line");
 
 // The position of `param` among `policy`'s parameters. Throws InputError on the command line, naming
 // `field`, the closest parameter name and every parameter of the policy.
-int setting_param_index(const Policy& policy, const std::string& param, const std::string& field);
+int setting_param_index(const Policy& policy, const std::string& param, const std::string& field,
+                        const std::string& origin = "command line");
 
 }  // namespace kvsim

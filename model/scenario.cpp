@@ -11,14 +11,15 @@ const char* kCommandLine = "command line";
 
 // A YAML mapping {key: value} built from a command-line option, so the option's value is checked by
 // the same code as the file's.
-YamlMap cli_map(const std::string& key, const std::string& value, const std::string& section = "") {
+YamlMap cli_map(const std::string& key, const std::string& value, const std::string& section = "",
+                const std::string& origin = kCommandLine) {
   YAML::Node n;
   try {
     n[key] = YAML::Load(value);
   } catch (const YAML::Exception&) {
     n[key] = value;
   }
-  return YamlMap(n, kCommandLine, section, /*has_lines=*/false);
+  return YamlMap(n, origin, section, /*has_lines=*/false);
 }
 
 // Loads one library entry given by name, path or inline mapping.
@@ -131,7 +132,7 @@ std::vector<PolicyChoice> load_policies(YamlMap& top, const std::string& file, c
   if (o.policies.empty()) return own;
   std::vector<PolicyChoice> chosen;
   for (const auto& p : o.policies) {
-    PolicyChoice c = parse_policy(YAML::Node(p), kCommandLine, "--policy", catalog);
+    PolicyChoice c = parse_policy(YAML::Node(p), o.origin, "--policy", catalog);
     for (const PolicyChoice& oc : own)
       if (oc.policy == c.policy) c.params = oc.params;
     chosen.push_back(std::move(c));
@@ -154,7 +155,7 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
                         std::string& src) -> YAML::Node {
     YAML::Node n = top.node(key);
     if (cli) {
-      src = kCommandLine;
+      src = o.origin;
       return YAML::Node(*cli);
     }
     src = file;
@@ -185,7 +186,7 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
   YamlMap w = top.map("workload");
   auto pick = [&](const std::string& key, const std::optional<std::string>& cli) -> YamlMap {
     w.node(key);  // the file's key is known even when overridden
-    return cli ? cli_map(key, *cli, "workload") : w;
+    return cli ? cli_map(key, *cli, "workload", o.origin) : w;
   };
   {
     YamlMap m = pick("context_tokens", o.context);
@@ -196,12 +197,17 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
     YamlMap m = pick("batch", o.batch);
     s.workload.batch = parse_batch(m, "batch");
   }
-  s.workload.tensor_parallel = int(w.integer("tensor_parallel", Range::between(1, 64), 1));
+  YamlMap tp_map = pick("tensor_parallel", o.tensor_parallel);
+  s.workload.tensor_parallel = int(tp_map.integer("tensor_parallel", Range::between(1, 64), 1));
   // Default dtype: the model's, or fp16 where the GPU has no tensor cores for it (bf16 models run in
   // fp16 on Volta, as serving engines do). An explicit unsupported weight_dtype is still an error.
   const DType native = s.gpu.tensor_peak(s.model.dtype) > 0 ? s.model.dtype : DType::fp16;
-  s.workload.weight_dtype = parse_dtype_field(w, "weight_dtype", native);
-  s.workload.kv_dtype = parse_dtype_field(w, "kv_dtype", native);
+  YamlMap weight_map = pick("weight_dtype", o.weight_dtype);
+  s.workload.weight_dtype = parse_dtype_field(weight_map, "weight_dtype", native);
+  {
+    YamlMap kv_map = pick("kv_dtype", o.kv_dtype);
+    s.workload.kv_dtype = parse_dtype_field(kv_map, "kv_dtype", native);
+  }
   s.workload.hbm_utilization = w.number("hbm_utilization", Range{0, 1, true}, 0.9);
   s.workload.prefill_chunk_tokens = w.integer("prefill_chunk_tokens", Range::between(1, 1LL << 32), 8192);
   s.workload.cuda_graphs = w.boolean("cuda_graphs", true);
@@ -211,19 +217,19 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
   const int tp = s.workload.tensor_parallel;
   const ModelConfig& m = s.model;
   if (!m.splits_over(tp)) {
-    w.fail("tensor_parallel", "value " + std::to_string(tp) + " must divide query_heads (" +
+    tp_map.fail("tensor_parallel", "value " + std::to_string(tp) + " must divide query_heads (" +
                                   std::to_string(m.query_heads) + ") and ffn_hidden (" +
                                   std::to_string(m.ffn_hidden) + "), and divide or be a multiple of kv_heads (" +
                                   std::to_string(m.kv_heads) + ") of model " + m.name);
   }
   if (s.gpu.tensor_peak(s.workload.weight_dtype) <= 0) {
-    w.fail("weight_dtype", "value " + std::string(to_string(s.workload.weight_dtype)) + " has no tensor-core peak on " +
+    weight_map.fail("weight_dtype", "value " + std::string(to_string(s.workload.weight_dtype)) + " has no tensor-core peak on " +
                                s.gpu.name + "; allowed on this GPU: the dtypes its compute section lists");
   }
   if (!s.workload.allow_long_context) {
     for (int64_t n : s.workload.context_tokens) {
       if (n > m.max_context) {
-        YamlMap where = o.context ? cli_map("context_tokens", *o.context, "workload") : w;
+        YamlMap where = o.context ? cli_map("context_tokens", *o.context, "workload", o.origin) : w;
         where.fail("context_tokens", "value " + std::to_string(n) + " exceeds the max_context of model " + m.name +
                                          " (" + std::to_string(m.max_context) +
                                          "); allowed: 1 .. " + std::to_string(m.max_context) +
@@ -234,7 +240,7 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
   w.finish();
 
   s.policies = load_policies(top, file, catalog, o);
-  for (const auto& set : o.sets) apply_set(set, s.policies);
+  for (const auto& set : o.sets) apply_set(set, s.policies, o.origin);
   if (top.has("implementation")) s.implementation = load_implementation(top.map("implementation"));
   s.reproduce = top.node("reproduce");
   s.serving = top.node("serving");
@@ -242,18 +248,18 @@ Scenario load_scenario(const YAML::Node& doc, const std::string& file, const Pol
   return s;
 }
 
-void apply_set(const std::string& s, std::vector<PolicyChoice>& policies) {
-  const PolicySetting set = parse_policy_setting(s, "--set", "POLICY.PARAM=VALUE");
+void apply_set(const std::string& s, std::vector<PolicyChoice>& policies, const std::string& origin) {
+  const PolicySetting set = parse_policy_setting(s, "--set", "POLICY.PARAM=VALUE", origin);
   bool found = false;
   for (auto& c : policies) {
     if (c.policy->name() != set.policy) continue;
     found = true;
-    const int i = setting_param_index(*c.policy, set.param, "--set");
-    YamlMap vm = cli_map(set.param, set.value);
+    const int i = setting_param_index(*c.policy, set.param, "--set", origin);
+    YamlMap vm = cli_map(set.param, set.value, "", origin);
     c.params[size_t(i)] = read_param(vm, c.policy->params()[size_t(i)]);
   }
   if (!found) {
-    throw_input_error(kCommandLine, 0, "--set",
+    throw_input_error(origin, 0, "--set",
                       "policy '" + set.policy + "' is not among this run's policies (add it with --policy " +
                           set.policy + ")");
   }

@@ -55,6 +55,10 @@ struct Scenario {
 // Values given on the command line; each replaces the scenario's field.
 struct Overrides {
   std::optional<std::string> hardware, host, model, calibration, context, output, batch;
+  std::optional<std::string> tensor_parallel, weight_dtype, kv_dtype;  // workload fields, checked as the file's
+  // What an override's error names as its source: "command line" for the CLI, the function for the
+  // Python module ("kvsim.plan"), so every entry point names its errors alike.
+  std::string origin = "command line";
   std::vector<std::string> policies;  // replaces the list when non-empty
   // With `policies`: a policy the scenario's own list names keeps the parameters the list gives it,
   // instead of its defaults (replay: the scenario says how each policy is set, --policy only narrows
@@ -67,7 +71,7 @@ struct Overrides {
 Scenario load_scenario_file(const std::string& path, const PolicyCatalog& catalog, const Overrides& o = {});
 // Applies one "POLICY.PARAM=VALUE" (a --set, parsed by model/policy_setting.hpp) to the matching
 // entries of `policies`; throws InputError naming --set, the value and what is allowed.
-void apply_set(const std::string& set, std::vector<PolicyChoice>& policies);
+void apply_set(const std::string& set, std::vector<PolicyChoice>& policies, const std::string& origin = "command line");
 Scenario load_scenario(const YAML::Node& doc, const std::string& file, const PolicyCatalog& catalog,
                        const Overrides& o = {});
 

@@ -12,6 +12,22 @@
 
 using namespace kvsim;
 
+// Issue 43 item 5's CLI side: the workload's TP and dtypes as plan options, checked as the file's fields.
+TEST(Cli, PlanTakesTensorParallelAndDtypes) {
+  const auto j = test::run_kvsim("plan --policy full --context 32768 --batch 1 --tensor-parallel 2 --weight-dtype fp8 --kv-dtype fp8 --format json");
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  const auto plan = nlohmann::json::parse(j.out);
+  EXPECT_EQ(plan["workload"]["tensor_parallel"], 2);
+  EXPECT_EQ(plan["workload"]["weight_dtype"], "fp8");
+  EXPECT_EQ(plan["workload"]["kv_dtype"], "fp8");
+  const auto bad = test::run_kvsim("plan --tensor-parallel 3");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("command line: workload.tensor_parallel: value 3 must divide"), std::string::npos) << bad.out;
+  const auto dt = test::run_kvsim("plan --kv-dtype int3");
+  EXPECT_EQ(dt.exit_code, 2);
+  EXPECT_NE(dt.out.find("command line: workload.kv_dtype:"), std::string::npos) << dt.out;
+}
+
 // Issue 43 item 2: the default plan reads at a glance — one screen (at most 30 lines of at most 120
 // columns): the table, one line per policy with its bottleneck, range and flags counted, a legend said
 // once. --detail adds, under each policy, what the glance counts.

@@ -31,9 +31,11 @@ __all__ = ["InputError", "library_dir", "catalog", "load_scenario", "plan", "pla
 
 
 class InputError(ValueError):
-    """A problem with the input, located: file (or "command line"/a function name), line (0: none),
-    field (the dotted key or option), value and allowed (None where the message names none; read by the
-    C++ library from the message it formed, core/error_parts.hpp), message."""
+    """A problem with the input, located: file (the scenario's path, "<dict>", "<text>", or the function
+    whose keyword it was: "kvsim.plan", "kvsim.serve", ...), line (0: none), field (the dotted key or
+    option), value (a string) and allowed (a list of strings: the message's allowed values, each range or
+    name one item), each None where the message names none (read by the C++ library from the message it
+    formed, core/error_parts.hpp), message."""
 
     def __init__(self, text, file="", line=0, field="", message="", value=None, allowed=None):
         super().__init__(text)
@@ -117,14 +119,16 @@ _PLAN_DOC = """
     Keyword arguments (each as `kvsim plan --OPTION`; None keeps the scenario's):
       hardware, host, model, calibration: a library name (kvsim.catalog()) or a YAML path
       context: tokens, an int or a list of ints; output: output tokens; batch: an int or "max"
+      tensor_parallel: the TP degree; weight_dtype, kv_dtype: "fp32", "fp16", "bf16" or "fp8"
       policies: policy names (replace the scenario's list); set: "POLICY.PARAM=VALUE" strings"""
 
 
 def plan(scenario=None, policies=None, set=None, *, hardware=None, host=None, model=None, calibration=None,
-         context=None, output=None, batch=None):
+         context=None, output=None, batch=None, tensor_parallel=None, weight_dtype=None, kv_dtype=None):
     s = load_scenario(scenario)
     kw = _keywords(hardware=hardware, host=host, model=model, calibration=calibration, context=context,
-                   output=output, batch=batch)
+                   output=output, batch=batch, tensor_parallel=tensor_parallel, weight_dtype=weight_dtype,
+                   kv_dtype=kv_dtype)
     return json.loads(_call(_kvsim.plan, s.text, s.name, _list(policies), _list(set), kw)[0])
 
 
@@ -135,10 +139,11 @@ plan.__doc__ = """`kvsim plan`: memory, max batch, TTFT, TPOT and throughput per
 
 
 def plan_frame(scenario=None, policies=None, set=None, *, hardware=None, host=None, model=None, calibration=None,
-               context=None, output=None, batch=None):
+               context=None, output=None, batch=None, tensor_parallel=None, weight_dtype=None, kv_dtype=None):
     s = load_scenario(scenario)
     kw = _keywords(hardware=hardware, host=host, model=model, calibration=calibration, context=context,
-                   output=output, batch=batch)
+                   output=output, batch=batch, tensor_parallel=tensor_parallel, weight_dtype=weight_dtype,
+                   kv_dtype=kv_dtype)
     return _frame(_call(_kvsim.plan, s.text, s.name, _list(policies), _list(set), kw)[1])
 
 
@@ -152,13 +157,14 @@ def _floor(trace):
 def target_plan(scenario=None, tpot_ms=None, throughput=None, policies=None, set=None, trace=None, min_recall=None,
                 max_output_error=None, *, knob=None, exhaustive=None, trace_max_steps=None, trace_memory_limit=None,
                 quality_cache=None, hardware=None, host=None, model=None, calibration=None, context=None,
-                output=None, batch=None):
+                output=None, batch=None, tensor_parallel=None, weight_dtype=None, kv_dtype=None):
     s = load_scenario(scenario)
     kw = _keywords(tpot_ms=tpot_ms, throughput=throughput, trace=_floor(trace), min_recall=min_recall,
                    max_output_error=max_output_error, knob=_list(knob) or None, exhaustive=exhaustive,
                    trace_max_steps=trace_max_steps, trace_memory_limit=trace_memory_limit,
                    quality_cache=_floor(quality_cache), hardware=hardware, host=host, model=model,
-                   calibration=calibration, context=context, output=output, batch=batch)
+                   calibration=calibration, context=context, output=output, batch=batch,
+                   tensor_parallel=tensor_parallel, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     return json.loads(_call(_kvsim.target_plan, s.text, s.name, _list(policies), _list(set), kw))
 
 

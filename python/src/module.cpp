@@ -73,6 +73,7 @@ std::optional<std::string> name_keyword(YamlMap& m, const std::string& key) {
 Overrides overrides_of(YamlMap& m, const std::vector<std::string>& keys, const std::vector<std::string>& policies,
                        const std::vector<std::string>& sets) {
   Overrides o;
+  o.origin = m.file();  // "kvsim.plan", "kvsim.serve", ...: the function, as its other errors name it
   o.policies = policies;
   o.sets = sets;
   for (const std::string& k : keys) {
@@ -89,11 +90,15 @@ Overrides overrides_of(YamlMap& m, const std::vector<std::string>& keys, const s
       o.context = n.IsSequence() ? "[" + text + "]" : text;
     } else if (k == "output") o.output = m.node(k).Scalar();
     else if (k == "batch") o.batch = m.node(k).Scalar();
+    else if (k == "tensor_parallel") o.tensor_parallel = m.node(k).Scalar();
+    else if (k == "weight_dtype") o.weight_dtype = m.node(k).Scalar();
+    else if (k == "kv_dtype") o.kv_dtype = m.node(k).Scalar();
   }
   return o;
 }
 
-const std::vector<std::string> kPlanKeys = {"hardware", "host", "model", "calibration", "context", "output", "batch"};
+const std::vector<std::string> kPlanKeys = {"hardware", "host",   "model",          "calibration", "context",
+                                            "output",   "batch", "tensor_parallel", "weight_dtype", "kv_dtype"};
 const std::vector<std::string> kServeKeys = {"hardware", "model", "calibration"};
 
 // A scenario from YAML text (a file's contents, or a dict the Python side dumped as JSON, which is YAML
@@ -430,10 +435,12 @@ PYBIND11_MODULE(_kvsim, m) {
     } catch (const InputError& e) {
       // (message as printed, file, line, field, message without the location, value, allowed); value
       // and allowed are None where the message names none (core/error_parts.hpp).
+      // allowed is a list of its items (core/error_parts.hpp's allowed_items).
       const ErrorParts parts = error_parts(e);
       py::tuple args = py::make_tuple(e.what(), e.file, e.line, e.field, e.message.empty() ? e.what() : e.message,
                                       parts.has_value ? py::object(py::str(parts.value)) : py::object(py::none()),
-                                      parts.has_allowed ? py::object(py::str(parts.allowed)) : py::object(py::none()));
+                                      parts.has_allowed ? py::object(py::cast(allowed_items(parts.allowed)))
+                                                        : py::object(py::none()));
       PyErr_SetObject(input_error.ptr(), args.ptr());
     }
   });
@@ -452,7 +459,7 @@ PYBIND11_MODULE(_kvsim, m) {
   m.def("error_parts", [](const std::string& message) {
     const ErrorParts p = error_parts(message);
     return py::make_tuple(p.has_value ? py::object(py::str(p.value)) : py::object(py::none()),
-                          p.has_allowed ? py::object(py::str(p.allowed)) : py::object(py::none()));
+                          p.has_allowed ? py::object(py::cast(allowed_items(p.allowed))) : py::object(py::none()));
   });
   m.def("report", &report_page, nogil);
   // For the tests: whether a function registered with the same guard runs holding the GIL (it must not).

@@ -17,11 +17,16 @@ def cli(*args):
     return r.stdout
 
 
-def cli_error(*args):
-    """The one-line message `kvsim` prints for bad input (exit status 2), without its "kvsim: error: "."""
+def cli_error(*args, origin=None):
+    """The one-line message `kvsim` prints for bad input (exit status 2), without its "kvsim: error: ".
+    origin: the name the Python module gives the same error's source ("kvsim.plan"), which the CLI calls
+    "command line"; the rest of the message is the same."""
     r = subprocess.run([CLI, *args], cwd=SRC, capture_output=True, text=True)
     assert r.returncode == 2, (args, r.returncode, r.stderr)
-    return r.stderr.strip().removeprefix("kvsim: error: ")
+    text = r.stderr.strip().removeprefix("kvsim: error: ")
+    if origin and text.startswith("command line:"):
+        text = origin + text[len("command line"):]
+    return text
 
 
 def have(module):

@@ -151,25 +151,62 @@ class ErrorsCarryTheirParts(unittest.TestCase):
                     self.assertIsNotNone(err.value, msg)
                     self.assertIn(err.value, msg)
                 if "allowed" in msg or "available" in msg or "its parameters" in msg:
-                    self.assertIsNotNone(err.allowed, msg)
-                    self.assertIn(err.allowed, msg)
-                    self.assertNotIn("did you mean", err.allowed)
+                    self.assertIsInstance(err.allowed, list, msg)
+                    self.assertTrue(err.allowed, msg)
+                    for item in err.allowed:
+                        self.assertIn(item, msg)
+                        self.assertNotIn("did you mean", item)
                 if args is not None:  # the same message as the CLI's
-                    self.assertEqual(str(err), cli_error(*args))
+                    self.assertEqual(str(err), cli_error(*args, origin="kvsim." + fn.__name__))
 
     def test_the_structured_fields(self):
         with self.assertRaises(kvsim.InputError) as e:
             kvsim.plan(hardware="h2000")
         self.assertEqual((e.exception.field, e.exception.value), ("hardware", "h2000"))
-        self.assertIn("h200", e.exception.allowed.split(", "))
+        self.assertIn("h200", e.exception.allowed)
         with self.assertRaises(kvsim.InputError) as e:
             kvsim.plan(set=["chess.budgte=3"])
         self.assertEqual(e.exception.value, "budgte")
-        self.assertIn("page_size", e.exception.allowed.split(", "))
+        self.assertIn("page_size", e.exception.allowed)
         with self.assertRaises(kvsim.InputError) as e:
             kvsim.serve(router="random")
         self.assertEqual((e.exception.field, e.exception.value, e.exception.allowed),
-                         ("router", "random", "round_robin, least_loaded"))
+                         ("router", "random", ["round_robin", "least_loaded"]))
+
+    def test_plan_takes_tensor_parallel_and_dtypes(self):
+        # Issue 43 item 5: the workload's TP and dtypes as keywords, checked as the file's fields.
+        base = kvsim.plan(policies=["full"], context=32768, batch=1)
+        tp2 = kvsim.plan(policies=["full"], context=32768, batch=1, tensor_parallel=2, weight_dtype="fp8", kv_dtype="fp8")
+        self.assertEqual(tp2["workload"]["tensor_parallel"], 2)
+        self.assertEqual((tp2["workload"]["weight_dtype"], tp2["workload"]["kv_dtype"]), ("fp8", "fp8"))
+        self.assertEqual(base["workload"]["tensor_parallel"], 1)
+        self.assertLess(tp2["results"][0]["tpot_ms"], base["results"][0]["tpot_ms"])
+        frame = kvsim.plan_frame(policies=["full"], context=32768, tensor_parallel=2)
+        self.assertEqual(list(frame["tensor_parallel"]), [2])
+        with self.assertRaises(kvsim.InputError) as e:
+            kvsim.plan(tensor_parallel=3)  # does not divide llama-3.1-8b's heads
+        self.assertEqual((e.exception.file, e.exception.field), ("kvsim.plan", "workload.tensor_parallel"))
+        with self.assertRaises(kvsim.InputError) as e:
+            kvsim.plan(kv_dtype="int3")
+        self.assertEqual((e.exception.file, e.exception.field, e.exception.value), ("kvsim.plan", "workload.kv_dtype", "int3"))
+        self.assertIn("fp8", e.exception.allowed)
+
+    def test_errors_name_their_function_alike(self):
+        # Every keyword's error names the function that took it, never the CLI's "command line".
+        for fn, kw in ((kvsim.plan, {"context": 0}), (kvsim.plan, {"set": ["chess.budgte=3"]}),
+                       (kvsim.plan, {"policies": ["nosuch"]}), (kvsim.target_plan, {"tpot_ms": 50, "context": 0}),
+                       (kvsim.serve, {"router": "random"}), (kvsim.serve, {"set": ["quest.nope=1"]})):
+            with self.subTest(fn=fn.__name__, kw=kw):
+                with self.assertRaises(kvsim.InputError) as e:
+                    fn(**kw)
+                self.assertEqual(e.exception.file, "kvsim." + fn.__name__, str(e.exception))
+                self.assertNotIn("command line", str(e.exception))
+
+    def test_allowed_is_a_list_of_items(self):
+        self.assertEqual(kvsim._kvsim.error_parts("value 'x' is not allowed; allowed: a, b, or c")[1], ["a", "b", "c"])
+        self.assertEqual(kvsim._kvsim.error_parts("value 2 is outside; allowed: a number in [0, 1]")[1],
+                         ["a number in [0, 1]"])
+        self.assertIsNone(kvsim._kvsim.error_parts("nothing named")[1])
 
     def test_an_unknown_keyword_is_a_type_error(self):
         with self.assertRaises(TypeError):

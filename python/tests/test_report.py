@@ -79,7 +79,7 @@ class ReportTest(unittest.TestCase):
         with self.assertRaises(kvsim.InputError) as e:
             kvsim.report(plan={"schema": "kvsim.plan/0"}, out=out)
         self.assertEqual(e.exception.field, "schema")
-        self.assertEqual(e.exception.allowed, '"kvsim.plan/1"')
+        self.assertEqual(e.exception.allowed, ['"kvsim.plan/1"'])
         with self.assertRaises(kvsim.InputError) as e:
             kvsim.report(serve=self.serve_path, requests="policy,tpot_s\nfull,0.1\n", out=out)
         self.assertEqual(e.exception.field, "ttft_s")

@@ -44,8 +44,9 @@ class Server(unittest.TestCase):
         self.assertEqual(r.status_code, 400)
         e = r.get_json()["error"]
         cli = subprocess.run([CLI, "plan", "--output", "-5"], capture_output=True, text=True, cwd=SRC)
-        self.assertEqual(e["text"], cli.stderr.strip().removeprefix("kvsim: error: "))
-        self.assertEqual((e["field"], e["value"], e["allowed"]), ("workload.output_tokens", "-5", "1 .. 4294967296"))
+        # The CLI's message, its source named as the Python module names it (the UI calls kvsim.plan).
+        self.assertEqual(e["text"], "kvsim.plan" + cli.stderr.strip().removeprefix("kvsim: error: command line"))
+        self.assertEqual((e["field"], e["value"], e["allowed"]), ("workload.output_tokens", "-5", ["1 .. 4294967296"]))
 
     def test_only_json_from_this_machine(self):
         self.assertEqual(self.client.get("/", headers={"Host": "evil.example:8765"}).status_code, 403)

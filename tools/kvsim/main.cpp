@@ -53,6 +53,7 @@ struct PlanOptions {
   bool detail = false;  // the table: every phase, range and note under each policy, not the glance
   Overrides o;
   std::string hardware, host, model, calibration, context, output, batch;
+  std::string tensor_parallel, weight_dtype, kv_dtype;
   TargetOptions* target = nullptr;  // --target-tpot / --target-throughput (tools/kvsim/target_plan_cmd.cpp)
 };
 
@@ -65,6 +66,9 @@ int run_plan(PlanOptions& p) {
   if (!p.context.empty()) p.o.context = p.context.find(',') != std::string::npos ? "[" + p.context + "]" : p.context;
   if (!p.output.empty()) p.o.output = p.output;
   if (!p.batch.empty()) p.o.batch = p.batch;
+  if (!p.tensor_parallel.empty()) p.o.tensor_parallel = p.tensor_parallel;
+  if (!p.weight_dtype.empty()) p.o.weight_dtype = p.weight_dtype;
+  if (!p.kv_dtype.empty()) p.o.kv_dtype = p.kv_dtype;
   const Scenario s = load_scenario_file(p.scenario, policy_catalog(), p.o);
   if (target_requested(*p.target)) return run_target_plan(*p.target, s, p.format, p.out);
   const Deployment d = make_deployment(s);
@@ -142,6 +146,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanOptions& plan) {
   cmd_plan->add_option("--calibration", plan.calibration, "calibration file (efficiencies); default: roofline");
   cmd_plan->add_option("--context", plan.context, "context tokens: N or N1,N2,...");
   cmd_plan->add_option("--output", plan.output, "output tokens per request");
+  cmd_plan->add_option("--tensor-parallel", plan.tensor_parallel, "tensor-parallel degree (workload.tensor_parallel)");
+  cmd_plan->add_option("--weight-dtype", plan.weight_dtype, "weight dtype: fp32, fp16, bf16, fp8 (workload.weight_dtype)");
+  cmd_plan->add_option("--kv-dtype", plan.kv_dtype, "KV-cache dtype: fp32, fp16, bf16, fp8 (workload.kv_dtype)");
   cmd_plan->add_option("--batch", plan.batch, "batch size, or max");
   cmd_plan->add_option("--policy", plan.o.policies, "policy name (repeatable; replaces the scenario's list)");
   cmd_plan->add_option("--set", plan.o.sets, "POLICY.PARAM=VALUE (repeatable)");
