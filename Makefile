@@ -2,6 +2,7 @@
 #   make run    install what is missing, build, run the default planning job
 #   make test   install what is missing, build, run every test
 MAKEFLAGS += --no-print-directory
+SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
@@ -20,8 +21,13 @@ model:
 configure: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 
+# The build's output is kept in $(BUILD)/build.log and its compiler warnings counted: there must be none
+# (issue 43: a quiet build, kept at zero in CI). A warning that is a compiler's false positive is scoped
+# off where it occurs, with the reason (CMakeLists.txt, KVSIM_GCC12_AVX512_TUS).
 build: configure
-	@cmake --build $(BUILD) -j $(JOBS)
+	@set -o pipefail; cmake --build $(BUILD) -j $(JOBS) 2>&1 | tee $(BUILD)/build.log
+	@n=$$(grep -c "warning" $(BUILD)/build.log || true); echo "build: $$n compiler warnings ($(BUILD)/build.log)"; \
+	  if [ "$$n" != 0 ]; then grep -m 20 "warning" $(BUILD)/build.log; exit 1; fi
 
 run: build
 	./$(BUILD)/kvsim plan

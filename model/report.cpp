@@ -442,8 +442,12 @@ std::string plan_csv(const Scenario& s, const std::vector<PlanResult>& results) 
     std::string ex;
     for (const auto& n : r.extrapolated_phases()) ex += (ex.empty() ? "" : ";") + n;
     std::string un;
-    for (const UnmeasuredPhase& u : r.unmeasured_phases(s.calibration))
-      un += (un.empty() ? "" : ";") + std::string(u.name) + "=" + kind_ceiling(u) + "@" + fmt("%.4g", u.efficiency);
+    for (const UnmeasuredPhase& u : r.unmeasured_phases(s.calibration)) {
+      // Appended piece by piece: GCC 12 misreads `(cond ? "" : ";") + string` here as an overlapping
+      // memcpy (-Wrestrict, GCC bug 105329).
+      if (!un.empty()) un += ';';
+      un.append(u.name).append("=").append(kind_ceiling(u)).append("@").append(fmt("%.4g", u.efficiency));
+    }
     const PlanResult::AtBatch& a = r.at_full_batch;
     const bool at = r.has_at_full_batch && a.feasible;
     o << csv_field(ex) << "," << csv_field(un) << "," << s.workload.tensor_parallel << "," << num(r.memory.index_hbm_bytes) << ","
