@@ -22,12 +22,12 @@ configure: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 
 # The build's output is kept in $(BUILD)/build.log and its compiler warnings counted: there must be none
-# (issue 43: a quiet build, kept at zero in CI). A warning that is a compiler's false positive is scoped
-# off where it occurs, with the reason (CMakeLists.txt, KVSIM_GCC12_AVX512_TUS).
+# (issue 43: a quiet build). The test Build.NoCompilerWarnings fails on any, so CI keeps it at zero; a
+# warning that is a compiler's false positive is scoped off where it occurs, with the reason
+# (CMakeLists.txt, KVSIM_GCC12_AVX512_TUS).
 build: configure
 	@set -o pipefail; cmake --build $(BUILD) -j $(JOBS) 2>&1 | tee $(BUILD)/build.log
-	@n=$$(grep -c "warning" $(BUILD)/build.log || true); echo "build: $$n compiler warnings ($(BUILD)/build.log)"; \
-	  if [ "$$n" != 0 ]; then grep -m 20 "warning" $(BUILD)/build.log; exit 1; fi
+	@echo "build: $$(grep -c "warning" $(BUILD)/build.log || true) compiler warnings ($(BUILD)/build.log)"
 
 run: build
 	./$(BUILD)/kvsim plan

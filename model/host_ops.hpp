@@ -42,12 +42,12 @@ struct HostOpsPhase {
 // contention (sigma) and coherency (kappa) terms. Both 0: linear in threads.
 struct ThreadScaling {
   double sigma = 0, kappa = 0;
-  std::string source;  // where the parameters were fitted ("" = not given: linear)
+  std::string source = {};  // where the parameters were fitted ("" = not given: linear)
   // The slow end of the law's uncertainty (`slow:`; another published fit), for the plan's range
   // (model/uncertainty.hpp); the fast end is linear in cores. has_slow false: no range from the law.
   bool has_slow = false;
   double slow_sigma = 0, slow_kappa = 0;
-  std::string slow_source;
+  std::string slow_source = {};
   // U(n): relative throughput of n threads.
   double throughput(double n) const { return n / (1 + sigma * (n - 1) + kappa * n * (n - 1)); }
   // The team a deployment runs on `cores`: the cores, but no more than the law's peak (or the

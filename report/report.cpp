@@ -34,7 +34,7 @@ void run_serving_block(const Scenario& s, const Deployment& d, ReportInputs& out
   for (size_t a = 0; a < results.size(); ++a)
     for (size_t b = 0; b < results.size(); ++b)
       if (a != b && results[a].label == std::string(s.policies[b].policy->name())) {
-        results[a].label += "#" + std::to_string(a);
+        results[a].label.append("#").append(std::to_string(a));  // not `+= "#" + ...`: GCC 12's -Wrestrict false positive
         break;
       }
   json j = {{"scenario", s.file}, {"requests", requests.size()}, {"policies", json::array()}};

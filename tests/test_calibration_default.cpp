@@ -69,7 +69,7 @@ TEST(DefaultCalibration, PlanNamesItAndCarriesEstimateAndBound) {
   // CTKVR's CPU rerank runs at the measured host efficiency, so its estimate is strictly above the bound.
   EXPECT_GT(j["results"][0]["tpot_ms"].get<double>(), j["results"][0]["bound"]["tpot_ms"].get<double>());
 
-  const auto table = test::run_kvsim("plan --policy ctkvr --context 32768 --batch 4");
+  const auto table = test::run_kvsim("plan --policy ctkvr --context 32768 --batch 4 --detail");
   ASSERT_EQ(table.exit_code, 0) << table.out;
   EXPECT_NE(table.out.find("calibration: " + j["calibration"]["name"].get<std::string>()), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("roofline bound: TPOT"), std::string::npos) << table.out;
@@ -105,7 +105,7 @@ TEST(PublishedFit, SaturatingCurveThroughExactPointsAndHeldOutError) {
   std::vector<validate::PublishedPoint> pts;
   for (double ctx : {1024.0, 4096.0, 8192.0, 16384.0, 65536.0, 262144.0}) {
     const double bytes = ctx * 2 * 32 * 128 * 2 + 2 * 32 * 128 * 2;
-    pts.push_back(attention_point("p" + std::to_string(int(ctx)), "h100-sxm", ctx, 0.9 * bytes / (bytes + 1e8)));
+    pts.push_back(attention_point(std::string("p") + std::to_string(int(ctx)), "h100-sxm", ctx, 0.9 * bytes / (bytes + 1e8)));
   }
   const auto fit = validate::fit_published(pts, {test::gpu("h100-sxm")});
   ASSERT_EQ(fit.fits.size(), 1u);
@@ -193,7 +193,7 @@ TEST(PublishedFit, AGpuOutsideTheLibraryLendsOnlyWhenItsPointsNameTheArchitectur
   auto points = [](const std::string& arch) {
     std::vector<validate::PublishedPoint> pts;
     for (double ctx : {8192.0, 32768.0, 65536.0}) {
-      pts.push_back(attention_point("x" + std::to_string(int(ctx)), "a100-pcie-80g", ctx, 0.8));
+      pts.push_back(attention_point(std::string("x") + std::to_string(int(ctx)), "a100-pcie-80g", ctx, 0.8));
       pts.back().architecture = arch;
     }
     return pts;
@@ -413,7 +413,7 @@ TEST(PublishedFit, AnRmsNormPointIsAnElementwiseHbmPointAtTheBytesTheModelCounts
   EXPECT_EQ(fit.skipped[0].rfind("eager: several kernels", 0), 0u) << fit.skipped[0];
   // The H100 SXM (Hopper, no norm points of its own) borrows the curve and says so.
   for (const auto& gc : fit.gpus)
-    if (gc.gpu == "h100-sxm") EXPECT_EQ(gc.borrowed.count("elementwise/hbm"), 1u);
+    if (gc.gpu == "h100-sxm") { EXPECT_EQ(gc.borrowed.count("elementwise/hbm"), 1u); }
 }
 
 TEST(PublishedFit, APointAboveItsCeilingIsLeftOutWithTheRatesNotClamped) {
@@ -461,7 +461,7 @@ TEST(PublishedFit, TheLibraryDataHasNoPointAboveItsCeilingExceptTheListedOnes) {
   // The point whose source says "BWUtil 50.00%" is fitted at 0.50 (it was 0.993).
   for (const auto& f : fit.fits)
     for (const auto& p : f.points)
-      if (p.id == "flashinfer-pr551-mla-rtx4090-b16-ctx1k-h8") EXPECT_NEAR(p.efficiency, 0.500, 0.001);
+      if (p.id == "flashinfer-pr551-mla-rtx4090-b16-ctx1k-h8") { EXPECT_NEAR(p.efficiency, 0.500, 0.001); }
 }
 
 TEST(PublishedFit, PageableCopiesAreKeptApartFromThePinnedCurves) {

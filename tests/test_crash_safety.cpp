@@ -49,7 +49,7 @@ TEST(CrashSafety, SigkillDuringTraceGenNeverLeavesAPartialFile) {
       // Only a finished write is ever renamed into place: it must open and validate completely.
       std::unique_ptr<TraceFile> t;
       EXPECT_NO_THROW(t = TraceFile::open(out)) << "killed after " << delay << " s";
-      if (t) EXPECT_NO_THROW(t->check_finite_layer(0));
+      if (t) { EXPECT_NO_THROW(t->check_finite_layer(0)); }
     }
     // Whatever the kill left behind is only ever a temporary file beside the output.
     for (const auto& e : fs::directory_iterator(dir)) {

@@ -86,7 +86,7 @@ TEST(KernelModels, ASelectionNeverGetsFasterWhenItsRowsGrow) {
       const bool switched = (rows <= 20 && n == 32768) || (rows > 20 && rows <= 40 && n == 16384) ||
                             (rows > 80 && rows < 200 && n == 8192) || (rows >= 200 && rows < 800 && n == 4096) ||
                             (rows > 4000 && n == 512) || (rows >= 800 && rows <= 4000 && n == 1024);
-      if (!switched) EXPECT_GE(t, last * (1 - 1e-12)) << rows << " x " << n;
+      if (!switched) { EXPECT_GE(t, last * (1 - 1e-12)) << rows << " x " << n; }
       last = t;
     }
   }

@@ -86,7 +86,7 @@ Case random_case(std::mt19937_64& rng, const std::string& policy) {
            ", tensor_parallel: " + std::to_string(tp) + ", cuda_graphs: " + (impl.find("eager") != std::string::npos ? "false" : "true") +
            ", allow_long_context: true}\npolicies: [" + policy + "]\n" + impl;
   c.label = policy + " " + gpu + " " + host + " " + model + " ctx " + std::to_string(ctx) + " batch " +
-            std::to_string(batch) + " tp " + std::to_string(tp) + (impl.empty() ? "" : " " + impl.substr(0, 40));
+            std::to_string(batch) + " tp " + std::to_string(tp) + (impl.empty() ? std::string() : std::string(" ") + impl.substr(0, 40));
   return c;
 }
 

@@ -33,7 +33,7 @@ TEST(PhaseTraffic, EveryLinkedPhaseMovesWhatTheModelChargesWithinItsStatedRange)
     if (!r.linked) continue;
     ++linked;
     if (r.device == "pcie") {  // a transfer: copies or a zero-copy gather, its bytes over the link
-      if (r.model_bytes > 0) EXPECT_GT(r.dram_bytes, 0) << r.policy << "/" << r.phase << ": nothing crossed the link";
+      if (r.model_bytes > 0) { EXPECT_GT(r.dram_bytes, 0) << r.policy << "/" << r.phase << ": nothing crossed the link"; }
     } else {
       EXPECT_GT(r.launches, 0) << r.policy << "/" << r.phase << ": no kernel launch counted";
       EXPECT_GT(r.sector_bytes, 0) << r.policy << "/" << r.phase << ": no sector counted";
@@ -41,9 +41,10 @@ TEST(PhaseTraffic, EveryLinkedPhaseMovesWhatTheModelChargesWithinItsStatedRange)
     EXPECT_TRUE(r.within()) << r.policy << "/" << r.phase << ": kernel sectors " << r.sector_bytes << " B over model "
                             << r.model_bytes << " B = " << r.ratio << ", allowed [" << r.low << ", " << r.high << "] ("
                             << r.kernels << ")";
-    if (r.low < 0.9 - 1e-12 || r.high > 1.1 + 1e-12)
+    if (r.low < 0.9 - 1e-12 || r.high > 1.1 + 1e-12) {
       EXPECT_FALSE(r.why.empty()) << r.policy << "/" << r.phase << " allows [" << r.low << ", " << r.high
                                   << "] without saying why";
+    }
   }
   EXPECT_GE(linked, 15);
 }
@@ -118,7 +119,7 @@ TEST(PhaseTraffic, TheCliPrintsJsonPerPhaseAndRefusesAnUnknownPolicy) {
   for (const auto& p : j["phases"]) {
     EXPECT_EQ(p["policy"], "quest");
     phases.insert(p["phase"].get<std::string>());
-    if (p["linked"].get<bool>()) EXPECT_GT(p["dram_bytes"].get<double>(), 0) << p["phase"];
+    if (p["linked"].get<bool>()) { EXPECT_GT(p["dram_bytes"].get<double>(), 0) << p["phase"]; }
   }
   EXPECT_EQ(phases, (std::set<std::string>{"page_bound", "topk_pages", "sparse_attention"}));
   const RunResult bad = run_kvsim("validate --device emu --policy nope");

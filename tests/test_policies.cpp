@@ -472,7 +472,7 @@ TEST(Policies, CtkvrCentroidsFollowAppC2AndSection411OnRequest) {
   PhaseList pre;
   ct.prefill(r.dep, def, 16384, pre);
   for (const auto& p : pre)
-    if (p.name == "qcivf_topk") EXPECT_DOUBLE_EQ(p.work.hbm_bytes, 32.0 * 8 * 1024 * (4 * 16384 + 4 * 2560));
+    if (p.name == "qcivf_topk") { EXPECT_DOUBLE_EQ(p.work.hbm_bytes, 32.0 * 8 * 1024 * (4 * 16384 + 4 * 2560)); }
   // The plan reports it: per sequence and layer, and at the batch over all layers (the default C = 1024).
   const PlanResult pr = r.plan("ctkvr", 131072, 2);
   ASSERT_TRUE(pr.feasible) << pr.reason;
@@ -683,7 +683,7 @@ TEST(Policies, SekvPrefillCostsTheLmHeadOverThePrompt) {
   PhaseList pre;
   r.pol("sekv").prefill(tp2, v, 65536, pre);
   for (const Phase& ph : pre)
-    if (ph.name == "surprisal_lm_head") EXPECT_DOUBLE_EQ(ph.work.flops, 65535.0 * 4096 * 128256);
+    if (ph.name == "surprisal_lm_head") { EXPECT_DOUBLE_EQ(ph.work.flops, 65535.0 * 4096 * 128256); }
 }
 
 // A policy that offloads lets a larger batch fit than full KV on the same GPU.

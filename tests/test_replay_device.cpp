@@ -63,7 +63,7 @@ void expect_agreement(const nlohmann::json& j) {
     EXPECT_GT(c["outputs"].get<int64_t>(), 0);
     EXPECT_LE(c["max_rel_error"].get<double>(), replay::kDeviceOutputTolerance) << c.dump(2);
     EXPECT_EQ(c["selection_on_backend"].get<bool>(), kOnBackend.count(name) == 1);
-    if (name == "full") EXPECT_GT(c["id_lists"].get<int64_t>(), 0);  // its ids 0..p, written on the device
+    if (name == "full") { EXPECT_GT(c["id_lists"].get<int64_t>(), 0); }  // its ids 0..p, written on the device
     for (const auto& s : c["steps"]) {
       // Every step on the device, through a named optimized kernel (issue #28 item 3): no host fallback.
       EXPECT_EQ(s["where"], "device") << s.dump();

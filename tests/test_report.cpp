@@ -128,7 +128,7 @@ TEST(Report, PlanPageCarriesThePlanItsTableAndEveryWarning) {
     for (const char* start : {"    80% range", "    at full KV's batch", "    simulated step", "    index in HBM", "    roofline bound:"})
       if (line.rfind(start, 0) == 0) {
         ++lines;
-        EXPECT_NE(html.find(">" + line.substr(4) + "<"), std::string::npos) << line;
+        EXPECT_NE(html.find(std::string(">") + line.substr(4) + "<"), std::string::npos) << line;
       }
   EXPECT_GE(lines, 8);
   for (const char* id : {"chart-tpot", "chart-throughput", "chart-memory-hbm", "chart-memory-dram", "chart-phases"})

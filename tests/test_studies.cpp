@@ -131,7 +131,7 @@ TEST(ReplayBudget, TokensAttendedGrowWithTheBudgetForEveryPolicy) {
     // About the budget: within a factor of two of it (pages, chunks and sentences round). Not SEKV:
     // its anchors and short spans stay at full resolution whatever the budget (the budget caps only
     // zoomed spans, §3.3), a floor docs/findings.md measures.
-    if (lo.run.policy != "sekv") EXPECT_LT(lo.overall.tokens.mean, 2.0 * 256 + 16);
+    if (lo.run.policy != "sekv") { EXPECT_LT(lo.overall.tokens.mean, 2.0 * 256 + 16); }
   }
 }
 

@@ -124,7 +124,7 @@ TEST(Uncertainty, ThePlanPrintsItsRangesAndTheRooflineHasNone) {
   ASSERT_EQ(b.exit_code, 0) << b.out;
   const nlohmann::json bound = nlohmann::json::parse(b.out);
   for (const auto& r : bound["results"])
-    if (r["feasible"].get<bool>()) EXPECT_DOUBLE_EQ(r["tpot_ms_high"].get<double>(), r["tpot_ms"].get<double>());
+    if (r["feasible"].get<bool>()) { EXPECT_DOUBLE_EQ(r["tpot_ms_high"].get<double>(), r["tpot_ms"].get<double>()); }
   const auto t = test::run_kvsim("plan --policy full --detail");
   EXPECT_NE(t.out.find("    80% range (docs/uncertainty.md): TPOT "), std::string::npos) << t.out;
 }

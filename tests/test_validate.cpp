@@ -198,7 +198,7 @@ TEST(ValidateCli, PlanFlagsAPhaseWhoseCurveIsExtrapolated) {
     for (const auto& n : res["extrapolated_phases"]) flagged |= n == "cpu_rerank";
     EXPECT_TRUE(flagged) << res.dump();
     for (const auto& ph : res["phases"])
-      if (ph["name"] == "cpu_rerank") EXPECT_TRUE(ph["extrapolated"].get<bool>());
+      if (ph["name"] == "cpu_rerank") { EXPECT_TRUE(ph["extrapolated"].get<bool>()); }
   }
 }
 

@@ -139,7 +139,7 @@ class Browser(unittest.TestCase):
         self.set_value("batch", "0")
         slot = lambda: self.js("return document.querySelector('.err[data-for=\"workload.batch\"]').textContent")
         self.wait(slot, "the error next to the batch control")
-        self.assertEqual(slot(), cli_error("plan", "--context", "8192", "--batch", "0"))
+        self.assertEqual(slot(), cli_error("plan", "--context", "8192", "--batch", "0", origin="kvsim.plan"))
         self.set_value("batch", "max")
         self.wait(lambda: self.js("return document.body.dataset.state") == "ok" and not slot(), "the error to clear")
         screenshot(d, "ui.png")

@@ -29,7 +29,7 @@ struct ScenarioSpec {
   bool cuda_graphs = true;                           // workload.cuda_graphs
   int implementation = -1;                           // index into implementation_profiles(); -1 none
   std::string policy = "full";
-  std::vector<std::pair<std::string, std::string>> params;  // name, value as the file writes it
+  std::vector<std::pair<std::string, std::string>> params = {};  // name, value as the file writes it
   std::string yaml() const;
 };
 void showValue(const ScenarioSpec& s, std::ostream& os);
