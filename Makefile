@@ -27,7 +27,7 @@ configure: deps
 # (CMakeLists.txt, KVSIM_GCC12_AVX512_TUS).
 build: configure
 	@set -o pipefail; cmake --build $(BUILD) -j $(JOBS) 2>&1 | tee $(BUILD)/build.log
-	@echo "build: $$(grep -c "warning" $(BUILD)/build.log || true) compiler warnings ($(BUILD)/build.log)"
+	@echo "build: $$(grep -cE 'warning( #|:)' $(BUILD)/build.log || true) compiler warnings ($(BUILD)/build.log)"
 
 run: build
 	./$(BUILD)/kvsim plan
