@@ -109,14 +109,6 @@ void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, in
   O::centroid_recall(p);
 }
 
-void score_gemm(int queries, int64_t vectors, int dim) {
-  Setup setup;
-  auto M = random_buffer(size_t(vectors) * dim, 10), Q = random_buffer(size_t(queries) * dim, 11);
-  Buf<float> S(size_t(queries) * size_t(vectors));
-  setup.done();
-  R::score_gemm(Q.get(), queries, M.get(), vectors, dim, S.get(), false, 1.f / std::sqrt(float(dim)));
-}
-
 void group_scores(int group, int64_t vectors, int dim, int kv_heads, bool bounds) {
   Setup setup;
   const size_t per = size_t(kv_heads) * size_t(vectors) * size_t(dim);
@@ -130,17 +122,6 @@ void group_scores(int group, int64_t vectors, int dim, int kv_heads, bool bounds
   O::group_scores(p);
 }
 
-void page_bound(int64_t pages, int dim, int heads) {
-  Setup setup;
-  auto q = random_buffer(size_t(heads) * dim, 12), lo = random_buffer(size_t(pages) * dim, 13),
-       hi = random_buffer(size_t(pages) * dim, 14);
-  Buf<float> b{size_t(pages)};
-  opt::PageBoundParams p;
-  p.q = q.get(), p.kmin = lo.get(), p.kmax = hi.get(), p.pages = pages, p.d = dim, p.heads = heads, p.bound = b.get();
-  setup.done();
-  O::quest_page_bound(p);
-}
-
 void page_select(int64_t pages, int64_t k, int rows) {
   Setup setup;
   k = std::clamp<int64_t>(k, 1, pages);
@@ -152,19 +133,6 @@ void page_select(int64_t pages, int64_t k, int rows) {
   p.workspace = ws.get();
   setup.done();
   O::quest_select_pages(p);
-}
-
-void sekv_route(int rows, int dim, int d_proj, int64_t spans) {
-  Setup setup;
-  auto q = random_buffer(size_t(rows) * dim, 20), W = random_buffer(size_t(dim) * d_proj, 21),
-       sum = random_buffer(size_t(spans) * d_proj, 22);
-  Buf<int32_t> len(std::vector<int32_t>(size_t(spans), 16));
-  Buf<float> qp{size_t(rows) * d_proj}, best{size_t(spans)};
-  opt::RoutingParams p;
-  p.queries = q.get(), p.rows = rows, p.d = dim, p.W = W.get(), p.d_proj = d_proj;
-  p.summaries = sum.get(), p.span_len = len.get(), p.spans = spans, p.q_proj = qp.get(), p.best = best.get();
-  setup.done();
-  O::sekv_routing(p);
 }
 
 void sekv_route_gates(int heads, int dim, int d_proj, int64_t spans) {

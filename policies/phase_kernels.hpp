@@ -62,24 +62,18 @@ void hierarchical_select(int64_t pages, int pages_per_chunk, int chunks_per_grid
 // Cosine of the group's queries to C centroids, top C', union of their IVF lists (rho ids each) over
 // `num_keys` keys.
 void centroid_recall(int group, int centroids, int dim, int rho, int c_prime, int64_t num_keys, int heads = 1);
-// `queries` query rows against `vectors` rows of `dim` (the reference score GEMM twin).
-void score_gemm(int queries, int64_t vectors, int dim);
 // The score GEMV a deployment runs (opt::group_scores): every query head of `kv_heads` groups of `group`
 // against its KV head's `vectors` rows of `dim`, one launch; `bounds`: Quest's page bounds over each
 // page's channel minima and maxima instead of dots.
 void group_scores(int group, int64_t vectors, int dim, int kv_heads, bool bounds);
-// Quest's page bound (opt::quest_page_bound): the `heads` queries of one KV head's group against the
-// min and max key of `pages` pages; and its page select (opt::quest_select_pages: the last page and the
-// best k - 1 others, ascending; `rows` selections in one call).
-void page_bound(int64_t pages, int dim, int heads = 1);
+// Quest's page select (opt::quest_select_pages: the last page and the best k - 1 others, ascending;
+// `rows` selections in one call).
 void page_select(int64_t pages, int64_t k, int rows = 1);
-// SEKV's routing of `rows` query rows of `dim` through a [dim, d_proj] projection against `spans`
-// span summaries (opt::sekv_routing); its zoom over `spans` gates of `rows` query heads, spans of
-// span_tokens, a budget of `room` tokens (opt::sekv_zoom); and its reconstruction of `spans` zoomed
-// spans of span_tokens at rank `rank`, K and V of `kv_heads` KV heads (opt::sekv_reconstruct).
-void sekv_route(int rows, int dim, int d_proj, int64_t spans);
 // SEKV's routing as a deployment runs it: `heads` query heads, each its own [dim, d_proj] projection and
-// `spans` summaries, every gate in one launch (opt::route_gates).
+// `spans` summaries, every gate in one launch (opt::route_gates). Its zoom over `spans` gates of `rows`
+// query heads, spans of span_tokens, a budget of `room` tokens (opt::sekv_zoom); and its reconstruction
+// of `spans` zoomed spans of span_tokens at rank `rank`, K and V of `kv_heads` KV heads
+// (opt::sekv_reconstruct).
 void sekv_route_gates(int heads, int dim, int d_proj, int64_t spans);
 void sekv_zoom(int64_t spans, double threshold, int rows, int span_tokens, double room);
 void sekv_reconstruct(int64_t spans, int span_tokens, int rank, int dim, int kv_heads);
