@@ -83,21 +83,20 @@ std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& h
       r.linked = true;
       r.kernels = link->kernels;
       r.low = link->low, r.high = link->high, r.why = link->why;
-      emu::Counts counts;
       {
         emu::CountScope scope;
         emu::KeepSectorIds keep;
         link->run(d, pv, st, ph);
-        counts = scope.counts();
+        r.counts = scope.counts();
       }
-      r.counts = counts;
-      r.counts.launches.clear();
-      for (const emu::LaunchCounts& l : counts.launches) {
-        if (!matches(l.kernel, link->launches)) continue;
-        r.counts.launches.push_back(l);
+      // Only the launches the link names belong to the phase (a launcher may serve two phases).
+      std::erase_if(r.counts.launches, [&](const emu::LaunchCounts& l) { return !matches(l.kernel, link->launches); });
+      double host = 0;  // mapped pinned host sectors (a zero-copy gather): over the link, once per launch
+      for (const emu::LaunchCounts& l : r.counts.launches) {
         r.kernel_names.push_back(l.kernel);
+        host += 32.0 * double(l.host_sectors);
         // HBM, or pinned host for a zero-copy gather; a transfer phase counts only what crosses the link.
-        r.dram_bytes += double((ph.device == Device::pcie ? 0 : l.unique_bytes()) + 32 * l.host_sectors);
+        r.dram_bytes += double(ph.device == Device::pcie ? 0 : l.unique_bytes()) + 32.0 * double(l.host_sectors);
         r.sector_bytes += double(l.sector_bytes());
         r.useful_bytes += double(l.useful_bytes());
         r.launches += 1;
@@ -116,17 +115,15 @@ std::vector<PhaseTrafficRow> phase_traffic(const GpuSpec& gpu, const HostSpec& h
           v->erase(std::unique(v->begin(), v->end()), v->end());
         }
         const double call = 32.0 * double(read.size() + written.size());
-        if (gpu.l2_bytes > 0 && call <= gpu.l2_bytes && call < r.dram_bytes) {
-          double host = 0;
-          for (const emu::LaunchCounts& l : r.counts.launches) host += 32.0 * double(l.host_sectors);
+        if (gpu.l2_bytes > 0 && call <= gpu.l2_bytes && call + host < r.dram_bytes) {
           r.dram_bytes = call + host;
           r.call_in_l2 = true;
         }
       }
       for (emu::LaunchCounts& l : r.counts.launches) l.read_sector_ids = {}, l.written_sector_ids = {};
-      r.memsets = double(counts.memsets);
-      r.host_syncs = double(counts.host_syncs);
-      if (ph.device == Device::pcie) r.dram_bytes += double(counts.copy_bytes);  // cudaMemcpy[Async] bytes
+      r.memsets = double(r.counts.memsets);
+      r.host_syncs = double(r.counts.host_syncs);
+      if (ph.device == Device::pcie) r.dram_bytes += double(r.counts.copy_bytes);  // cudaMemcpy[Async] bytes
       // Nothing charged and nothing moved (a transfer with no bytes at this shape) agrees exactly.
       r.ratio = r.model_bytes > 0 ? r.dram_bytes / r.model_bytes : r.dram_bytes == 0 ? 1 : 0;
       rows.push_back(r);
