@@ -68,6 +68,15 @@ std::optional<std::string> name_keyword(YamlMap& m, const std::string& key) {
   return m.string(key);
 }
 
+// A keyword the CLI takes as one value (output, batch, tensor_parallel, a dtype): a list or a mapping is
+// refused here, naming the keyword, instead of reaching the scenario's check as an empty value.
+std::string scalar_keyword(YamlMap& m, const std::string& key) {
+  const YAML::Node n = m.node(key);
+  if (!n.IsScalar())
+    m.fail(key, std::string("value is a ") + (n.IsSequence() ? "list" : "mapping") + "; allowed: one value");
+  return n.Scalar();
+}
+
 // The scenario overrides among the keywords (`keys`: the ones the CLI subcommand has), as the CLI sets
 // them: context N or a list (the CLI's N1,N2,...), output, batch N or max.
 Overrides overrides_of(YamlMap& m, const std::vector<std::string>& keys, const std::vector<std::string>& policies,
@@ -88,11 +97,11 @@ Overrides overrides_of(YamlMap& m, const std::vector<std::string>& keys, const s
       for (const YAML::Node& item : n.IsSequence() ? n : YAML::Node(std::vector<YAML::Node>{n}))
         text += (text.empty() ? "" : ", ") + (item.IsScalar() ? item.Scalar() : std::string("(not a scalar)"));
       o.context = n.IsSequence() ? "[" + text + "]" : text;
-    } else if (k == "output") o.output = m.node(k).Scalar();
-    else if (k == "batch") o.batch = m.node(k).Scalar();
-    else if (k == "tensor_parallel") o.tensor_parallel = m.node(k).Scalar();
-    else if (k == "weight_dtype") o.weight_dtype = m.node(k).Scalar();
-    else if (k == "kv_dtype") o.kv_dtype = m.node(k).Scalar();
+    } else if (k == "output") o.output = scalar_keyword(m, k);
+    else if (k == "batch") o.batch = scalar_keyword(m, k);
+    else if (k == "tensor_parallel") o.tensor_parallel = scalar_keyword(m, k);
+    else if (k == "weight_dtype") o.weight_dtype = scalar_keyword(m, k);
+    else if (k == "kv_dtype") o.kv_dtype = scalar_keyword(m, k);
   }
   return o;
 }

@@ -187,6 +187,10 @@ class ErrorsCarryTheirParts(unittest.TestCase):
             kvsim.plan(tensor_parallel=3)  # does not divide llama-3.1-8b's heads
         self.assertEqual((e.exception.file, e.exception.field), ("kvsim.plan", "workload.tensor_parallel"))
         with self.assertRaises(kvsim.InputError) as e:
+            kvsim.plan(tensor_parallel=[1, 2])  # one value, as the CLI's option
+        self.assertEqual((e.exception.file, e.exception.field, e.exception.allowed), ("kvsim.plan", "tensor_parallel", ["one value"]))
+        self.assertIn("is a list", str(e.exception))
+        with self.assertRaises(kvsim.InputError) as e:
             kvsim.plan(kv_dtype="int3")
         self.assertEqual((e.exception.file, e.exception.field, e.exception.value), ("kvsim.plan", "workload.kv_dtype", "int3"))
         self.assertIn("fp8", e.exception.allowed)
